@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One entry point for set-up, tests and the demo.
+#   ./build.sh setup   create .venv and install the package with its test extras
+#   ./build.sh test    set up (if needed) and run the test suite
+#   ./build.sh demo    set up (if needed) and run jobs/extract.py on the bundled sample
+set -euo pipefail
+cd "$(dirname "$0")"
+VENV=${VENV:-.venv}
+PY=${PYTHON:-python3}
+TORCH_VERSION=${TORCH_VERSION:-2.13.0}
+
+setup() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        "$PY" -m venv "$VENV"
+    fi
+    local stamp="$VENV/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
+    if [ -f "$stamp" ]; then return 0; fi
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    # The CPU wheel first: an open torch requirement would otherwise pull a CUDA build.
+    "$VENV/bin/python" -m pip install -q "torch==${TORCH_VERSION}"
+    "$VENV/bin/python" -m pip install -q -e ".[test]"
+    touch "$stamp"
+}
+
+cmd=${1:-setup}
+shift || true
+case "$cmd" in
+    setup) setup ;;
+    test) setup; exec "$VENV/bin/python" -m pytest "$@" ;;
+    demo) setup; exec "$VENV/bin/python" jobs/extract.py "$@" ;;
+    *) echo "usage: $0 setup|test|demo [args]" >&2; exit 2 ;;
+esac

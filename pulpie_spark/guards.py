@@ -1,0 +1,297 @@
+"""Per-page guards: bound the time and the bytes one page may cost.
+
+One pathological page (a 50 MB table, 100,000 nested divs, a regex that
+backtracks) must become a *reject row with a reason*, never a hung or killed
+Spark task. Per-page work in UDFs therefore goes through these helpers::
+
+    reason = check_html_size(html)                 # "html_too_large" or None
+    if reason is None:
+        try:
+            page = call_with_deadline(simplify, html, seconds=page_seconds())
+        except DeadlineExceeded:
+            reason = REASON_TIMEOUT
+
+or, in one call, ``result, reason = guard_page(simplify, html)``.
+
+Time bound (``call_with_deadline``)
+    * In the main thread of a POSIX process (the PySpark 4 Python worker runs
+      UDFs, mapInPandas and pandas UDFs in its main thread) a ``SIGALRM`` timer
+      (``signal.setitimer``) interrupts the call. Nesting is supported: an outer
+      timer is saved, and re-armed with its remaining time afterwards.
+    * Elsewhere (a non-main thread, e.g. with
+      ``spark.sql.execution.pythonUDF.arrow.concurrency.level`` > 0, or no
+      SIGALRM) a watchdog thread raises the exception asynchronously in the
+      calling thread (``PyThreadState_SetAsyncExc``), so the runaway work stops
+      instead of leaking a thread that keeps burning CPU.
+    * Both interrupt Python code between bytecodes. A single long call into C
+      (one ``selectolax`` parse of a huge document, one regex match) is only
+      interrupted when it returns to Python: that is why page *size* is bounded
+      too, before any parsing.
+    * The interrupt is a ``BaseException`` inside the call, so a library's broad
+      ``except Exception`` cannot swallow it; the caller sees ``DeadlineExceeded``
+      (an ``Exception``, a ``TimeoutError``).
+
+Size bound (``MAX_HTML_BYTES``, ``check_html_size``)
+    Pages above the limit are rejected with ``"html_too_large"`` and never
+    parsed. The default (10 MiB, far above the ~2.5 MB 99.9th percentile of
+    crawled HTML) is configurable with the environment variable
+    ``PULPIE_MAX_HTML_BYTES``; on a cluster set it for executors with
+    ``spark.executorEnv.PULPIE_MAX_HTML_BYTES``. The per-page time default
+    (``PULPIE_PAGE_TIMEOUT_S``, 30 s) is set the same way.
+
+Memory bound
+    Spark's own ``spark.executor.pyspark.memory`` caps the address space of each
+    Python worker (``RLIMIT_AS``); an allocation above it raises ``MemoryError``
+    in the page's call, which ``reason_for_exception`` turns into
+    ``"out_of_memory"``. ``peak_rss_bytes`` reports what a worker used
+    (docs/reliability.md has the measured numbers).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+# Reject reasons shared by every stage, so the rejects table speaks one vocabulary.
+REASON_TOO_LARGE = "html_too_large"
+REASON_TIMEOUT = "timeout"
+REASON_OUT_OF_MEMORY = "out_of_memory"
+REASON_RECURSION = "recursion_limit"
+REASON_NULL = "html_null"
+REASON_EMPTY = "html_empty"
+
+DEFAULT_MAX_HTML_BYTES = 10 * 1024 * 1024
+DEFAULT_PAGE_SECONDS = 30.0
+
+ENV_MAX_HTML_BYTES = "PULPIE_MAX_HTML_BYTES"
+ENV_PAGE_SECONDS = "PULPIE_PAGE_TIMEOUT_S"
+
+
+class DeadlineExceeded(TimeoutError):
+    """A guarded call ran longer than its deadline and was interrupted."""
+
+    def __init__(self, seconds: float, fn: Callable[..., Any] | None = None):
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+        super().__init__(f"{name} exceeded its deadline of {seconds:g} s")
+        self.seconds = seconds
+
+
+class _Interrupt(BaseException):
+    """Raised *inside* the guarded call. A BaseException so that a library's
+    ``except Exception`` does not swallow it; converted to DeadlineExceeded outside."""
+
+
+def _env_number(name: str, default: float, cast: Callable[[str], float]) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = cast(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {raw!r}")
+    return value
+
+
+def max_html_bytes() -> int:
+    """The byte limit now: ``PULPIE_MAX_HTML_BYTES`` if set, else 10 MiB.
+
+    Read at call time so executors see ``spark.executorEnv`` settings."""
+    return int(_env_number(ENV_MAX_HTML_BYTES, DEFAULT_MAX_HTML_BYTES, int))
+
+
+def page_seconds() -> float:
+    """The per-page time limit now: ``PULPIE_PAGE_TIMEOUT_S`` if set, else 30 s."""
+    return float(_env_number(ENV_PAGE_SECONDS, DEFAULT_PAGE_SECONDS, float))
+
+
+# The limit as configured when the module was imported (the contract's constant).
+MAX_HTML_BYTES: int = max_html_bytes()
+
+
+def html_num_bytes(html: bytes | bytearray | memoryview | str | None) -> int:
+    """Size of a page in bytes (UTF-8 for text), without copying large strings when
+    the answer is already known from the character count."""
+    if html is None:
+        return 0
+    if isinstance(html, (bytes, bytearray)):
+        return len(html)
+    if isinstance(html, memoryview):
+        return html.nbytes
+    if isinstance(html, str):
+        if html.isascii():
+            return len(html)
+        return len(html.encode("utf-8", "surrogatepass"))
+    raise TypeError(f"html must be bytes or str, got {type(html).__name__}")
+
+
+def check_html_size(html: bytes | bytearray | memoryview | str | None,
+                    max_bytes: int | None = None) -> str | None:
+    """``"html_too_large"`` when the page is above the limit, else None.
+
+    ``max_bytes`` defaults to :func:`max_html_bytes`. A None page is not a size
+    problem (None is returned); stages report it as ``"html_null"``. A str is
+    measured as UTF-8 bytes; a cheap character-count bound decides first, so a
+    50 MB string is never encoded just to be measured."""
+    limit = max_html_bytes() if max_bytes is None else int(max_bytes)
+    if html is None:
+        return None
+    if isinstance(html, str):
+        if len(html) > limit:  # every character is at least one byte
+            return REASON_TOO_LARGE
+        if 4 * len(html) <= limit:  # and at most four
+            return None
+    return REASON_TOO_LARGE if html_num_bytes(html) > limit else None
+
+
+def deadline_mechanism() -> str:
+    """How ``call_with_deadline`` would bound a call made from here:
+    ``"signal"`` (SIGALRM timer) or ``"thread"`` (watchdog thread)."""
+    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+        return "signal"
+    return "thread"
+
+
+def call_with_deadline(fn: Callable[..., T], *args: Any, seconds: float | None, **kwargs: Any) -> T:
+    """Call ``fn(*args, **kwargs)``; raise :class:`DeadlineExceeded` if it runs longer
+    than ``seconds``. ``seconds`` None, 0 or inf means no limit.
+
+    The result (or the exception) of ``fn`` is passed through unchanged."""
+    if seconds is None or seconds <= 0 or math.isinf(seconds):
+        return fn(*args, **kwargs)
+    if deadline_mechanism() == "signal":
+        return _call_with_signal(fn, args, kwargs, float(seconds))
+    return _call_with_watchdog(fn, args, kwargs, float(seconds))
+
+
+def _call_with_signal(fn, args, kwargs, seconds: float):
+    token = object()
+
+    def on_alarm(signum, frame):
+        raise _Interrupt(token)
+
+    outer_remaining, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if outer_remaining and outer_remaining <= seconds:
+        # An enclosing deadline (ours or the caller's) fires first anyway: leave it alone.
+        return fn(*args, **kwargs)
+    outer_handler = signal.signal(signal.SIGALRM, on_alarm)
+    started = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, outer_handler)
+            if outer_remaining:
+                left = outer_remaining - (time.monotonic() - started)
+                # An outer deadline that passed meanwhile fires right away.
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), outer_interval)
+    except _Interrupt as interrupt:
+        if interrupt.args and interrupt.args[0] is token:
+            raise DeadlineExceeded(seconds, fn) from None
+        raise
+
+
+_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_set_async_exc.argtypes = [ctypes.c_ulong, ctypes.py_object]
+_set_async_exc.restype = ctypes.c_int
+
+
+def _call_with_watchdog(fn, args, kwargs, seconds: float):
+    caller = threading.get_ident()
+    lock = threading.Lock()
+    state = {"done": False, "fired": False}
+
+    def fire():
+        with lock:
+            if state["done"]:
+                return
+            state["fired"] = True
+            _set_async_exc(caller, _Interrupt)
+
+    watchdog = threading.Timer(seconds, fire)
+    watchdog.daemon = True
+    watchdog.name = "pulpie-deadline-watchdog"
+    watchdog.start()
+    try:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with lock:
+                state["done"] = True
+            watchdog.cancel()
+            if state["fired"]:
+                # fn may have returned between the injection and its delivery:
+                # clear a still-pending interrupt so it cannot hit the caller later.
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(caller), None)
+    except _Interrupt:
+        if state["fired"]:
+            raise DeadlineExceeded(seconds, fn) from None
+        raise
+
+
+def reason_for_exception(exc: BaseException) -> str:
+    """A short, stable reject reason for an exception raised by per-page work."""
+    if isinstance(exc, DeadlineExceeded):
+        return REASON_TIMEOUT
+    if isinstance(exc, MemoryError):
+        return REASON_OUT_OF_MEMORY
+    if isinstance(exc, RecursionError):
+        return REASON_RECURSION
+    message = " ".join(str(exc).split())[:200]
+    return f"error:{type(exc).__name__}: {message}" if message else f"error:{type(exc).__name__}"
+
+
+def guard_page(fn: Callable[..., T], html: Any, *args: Any, seconds: float | None = None,
+               max_bytes: int | None = None, **kwargs: Any) -> tuple[T | None, str | None]:
+    """Run ``fn(html, *args, **kwargs)`` under the size and time guards.
+
+    Returns ``(result, None)`` or ``(None, reason)``: ``"html_null"``,
+    ``"html_too_large"``, ``"timeout"``, ``"out_of_memory"``, ``"recursion_limit"``
+    or ``"error:<Type>: <message>"``. Never raises an ``Exception``.
+    ``seconds`` defaults to :func:`page_seconds`."""
+    if html is None:
+        return None, REASON_NULL
+    reason = check_html_size(html, max_bytes)
+    if reason is not None:
+        return None, reason
+    try:
+        limit = page_seconds() if seconds is None else seconds
+        return call_with_deadline(fn, html, *args, seconds=limit, **kwargs), None
+    except Exception as exc:  # MemoryError and RecursionError are Exceptions too
+        return None, reason_for_exception(exc)
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far, in bytes (Linux/macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+def current_rss_bytes() -> int:
+    """Resident set size of this process now, in bytes (0 where unknown)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+__all__ = [
+    "DeadlineExceeded", "MAX_HTML_BYTES", "DEFAULT_MAX_HTML_BYTES", "DEFAULT_PAGE_SECONDS",
+    "REASON_TOO_LARGE", "REASON_TIMEOUT", "REASON_OUT_OF_MEMORY", "REASON_RECURSION",
+    "REASON_NULL", "REASON_EMPTY", "call_with_deadline", "check_html_size", "deadline_mechanism",
+    "guard_page", "html_num_bytes", "max_html_bytes", "page_seconds", "peak_rss_bytes",
+    "current_rss_bytes", "reason_for_exception",
+]
