@@ -203,13 +203,18 @@ def _call_with_signal(fn, args, kwargs, seconds: float):
         raise
 
 
-_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
-_set_async_exc.argtypes = [ctypes.c_ulong, ctypes.py_object]
-_set_async_exc.restype = ctypes.c_int
+# Own prototypes (not ctypes.pythonapi's shared attribute, whose argtypes other code may set).
+# The second one passes NULL, which clears a pending asynchronous exception.
+_raise_in_thread = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
+_clear_in_thread = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
 
 
 def _call_with_watchdog(fn, args, kwargs, seconds: float):
     caller = threading.get_ident()
+    # A class of its own per call: nested watchdogs each recognise only their interrupt.
+    interrupt_type = type("_WatchdogInterrupt", (_Interrupt,), {})
     lock = threading.Lock()
     state = {"done": False, "fired": False}
 
@@ -218,14 +223,15 @@ def _call_with_watchdog(fn, args, kwargs, seconds: float):
             if state["done"]:
                 return
             state["fired"] = True
-            _set_async_exc(caller, _Interrupt)
+            _raise_in_thread(caller, interrupt_type)
 
     watchdog = threading.Timer(seconds, fire)
     watchdog.daemon = True
     watchdog.name = "pulpie-deadline-watchdog"
-    watchdog.start()
     try:
         try:
+            # Started inside the try: a tiny deadline may fire before start() returns.
+            watchdog.start()
             return fn(*args, **kwargs)
         finally:
             with lock:
@@ -234,11 +240,9 @@ def _call_with_watchdog(fn, args, kwargs, seconds: float):
             if state["fired"]:
                 # fn may have returned between the injection and its delivery:
                 # clear a still-pending interrupt so it cannot hit the caller later.
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(caller), None)
-    except _Interrupt:
-        if state["fired"]:
-            raise DeadlineExceeded(seconds, fn) from None
-        raise
+                _clear_in_thread(caller, None)
+    except interrupt_type:
+        raise DeadlineExceeded(seconds, fn) from None
 
 
 def reason_for_exception(exc: BaseException) -> str:

@@ -1,0 +1,212 @@
+"""Segmentation vs the reference (pulpie 0.0.2's simplify): block agreement and speed.
+
+    nice .venv/bin/python benchmarks/segment_vs_reference.py [--data ../shared/data]
+
+On the dev split of every ``extraction/*.parquet`` it compares our blocks with the
+reference blocks stored in ``reference/*.parquet``: per page, the two lists of block texts
+(tags stripped, whitespace collapsed) are aligned with difflib.SequenceMatcher and
+``matched / max(len)`` is the page's agreement; it reports the mean per source and overall,
+and the share of pages whose block lists are identical (as text and as exact HTML).
+
+Speed: our ``simplify`` and pulpie 0.0.2's own ``simplify`` run on the same dev pages, one
+process each, one page at a time, in this run (pulpie in its own venv,
+``benchmarks/.venv-pulpie`` with ``pulpie==0.0.2 --no-deps``, ``selectolax<1.0``, ``lxml``,
+``beautifulsoup4``, ``pyarrow``). Both get text decoded by ``pulpie_spark.decode``; decoding
+is timed on our side only (it is part of our ``simplify``).
+
+Robustness: it runs our simplify on *all* pages of all files and counts exceptions
+(``simplify`` catches everything, so the private ``_simplify`` is called) and pages with an
+``error`` value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pulpie_spark.simplify import _simplify, block_text, simplify  # noqa: E402
+
+_ITEM = re.compile(r'_item_id="\d+"')
+
+PULPIE_RUNNER = r"""
+import importlib.util, json, sys, time
+import pyarrow.parquet as pq
+sys.path.insert(0, sys.argv[1])
+from pulpie_spark.decode import decode_html
+site = [p for p in sys.path if p.endswith("site-packages")][0]
+spec = importlib.util.spec_from_file_location("pulpie_simplify", site + "/pulpie/simplify.py")
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+wanted = json.load(open(sys.argv[2]))
+seconds = 0.0; pages = 0; failed = 0
+for path, ids in wanted.items():
+    ids = set(ids)
+    table = pq.read_table(path, columns=["page_id", "html"]).to_pylist()
+    for row in table:
+        if row["page_id"] not in ids:
+            continue
+        text, _ = decode_html(row["html"])
+        t0 = time.process_time()
+        try:
+            mod.simplify(text)
+        except Exception:
+            failed += 1
+        seconds += time.process_time() - t0
+        pages += 1
+print(json.dumps({"pages": pages, "seconds": seconds, "failed": failed}))
+"""
+
+
+def reference_blocks(simplified_html: str) -> list[str]:
+    """Split the reference simplified HTML into block HTML strings (like pulpie's chunker)."""
+    if not simplified_html:
+        return []
+    body = simplified_html
+    if body.endswith("</body></html>"):
+        body = body[: -len("</body></html>")]
+    starts = [body.rfind("<", 0, m.start()) for m in _ITEM.finditer(body)]
+    return [body[a:b].strip() for a, b in zip(starts, starts[1:] + [len(body)])]
+
+
+def agreement(ours: list[str], ref: list[str]) -> float:
+    if not ours and not ref:
+        return 1.0
+    matcher = difflib.SequenceMatcher(None, ours, ref, autojunk=False)
+    matched = sum(block.size for block in matcher.get_matching_blocks())
+    return matched / max(len(ours), len(ref))
+
+
+def load_pages(data: Path, split: str | None):
+    pages = []
+    for path in sorted((data / "extraction").glob("*.parquet")):
+        ref_path = data / "reference" / path.name
+        cols = ["source", "page_id", "html", "split"]
+        rows = pq.read_table(path, columns=cols).to_pylist()
+        ref = {}
+        if ref_path.exists():
+            for r in pq.read_table(ref_path, columns=["page_id", "simplified_html"]).to_pylist():
+                ref[r["page_id"]] = r["simplified_html"]
+        for row in rows:
+            if split and row["split"] != split:
+                continue
+            row["file"] = str(path)
+            row["reference"] = ref.get(row["page_id"])
+            pages.append(row)
+    return pages
+
+
+def run_pulpie(pages, python: Path) -> dict | None:
+    if not python.exists():
+        return None
+    wanted: dict[str, list[str]] = {}
+    for p in pages:
+        wanted.setdefault(p["file"], []).append(p["page_id"])
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump(wanted, fh)
+        ids_file = fh.name
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", PULPIE_RUNNER, str(ROOT), ids_file],
+            capture_output=True, text=True, timeout=3600,
+            env={**os.environ, "PYTHONPATH": ""},
+        )
+    finally:
+        os.unlink(ids_file)
+    if proc.returncode != 0:
+        print("pulpie run failed:", proc.stderr[-2000:], file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    ap.add_argument("--pulpie-python", type=Path, default=ROOT / "benchmarks" / ".venv-pulpie" / "bin" / "python")
+    ap.add_argument("--skip-pulpie", action="store_true")
+    ap.add_argument("--skip-all-pages", action="store_true", help="skip the exception count over all pages")
+    ap.add_argument("--worst", type=int, default=0, help="print the N worst dev pages with a diff")
+    args = ap.parse_args()
+
+    dev = load_pages(args.data, "dev")
+    per_source: dict[str, list[tuple[float, bool, bool]]] = {}
+    ours_seconds = 0.0
+    worst = []
+    for page in dev:
+        t0 = time.process_time()
+        result = simplify(page["html"])
+        ours_seconds += time.process_time() - t0
+        ref_blocks = reference_blocks(page["reference"] or "")
+        ours_text = [block_text(b) for b in result.blocks]
+        ref_text = [block_text(b) for b in ref_blocks]
+        score = agreement(ours_text, ref_text)
+        per_source.setdefault(page["source"], []).append(
+            (score, ours_text == ref_text, result.blocks == ref_blocks)
+        )
+        worst.append((score, page["page_id"], ours_text, ref_text))
+
+    print(f"Block agreement with pulpie 0.0.2 on dev pages ({len(dev)} pages)")
+    print(f"{'source':<22}{'pages':>6}{'agreement':>11}{'same text':>11}{'same html':>11}")
+    every = []
+    for source in sorted(per_source):
+        rows = per_source[source]
+        every.extend(rows)
+        n = len(rows)
+        print(f"{source:<22}{n:>6}{sum(r[0] for r in rows) / n:>11.4f}"
+              f"{sum(r[1] for r in rows) / n:>11.3f}{sum(r[2] for r in rows) / n:>11.3f}")
+    n = len(every)
+    print(f"{'overall':<22}{n:>6}{sum(r[0] for r in every) / n:>11.4f}"
+          f"{sum(r[1] for r in every) / n:>11.3f}{sum(r[2] for r in every) / n:>11.3f}")
+
+    ours_rate = len(dev) / ours_seconds
+    print(f"\nSpeed, one process, same {len(dev)} dev pages:")
+    print(f"  pulpie-spark simplify: {ours_rate:8.1f} pages/s ({ours_seconds:.2f} s)")
+    if not args.skip_pulpie:
+        ref = run_pulpie(dev, args.pulpie_python)
+        if ref is None:
+            print("  pulpie 0.0.2 simplify: not run (no benchmarks/.venv-pulpie)")
+        else:
+            ref_rate = ref["pages"] / ref["seconds"]
+            print(f"  pulpie 0.0.2 simplify: {ref_rate:8.1f} pages/s ({ref['seconds']:.2f} s, "
+                  f"{ref['failed']} exceptions)")
+            print(f"  ratio: {ours_rate / ref_rate:.1f}x")
+
+    if not args.skip_all_pages:
+        everything = load_pages(args.data, None)
+        exceptions = 0
+        errors: dict[str, int] = {}
+        t0 = time.process_time()
+        for page in everything:
+            try:
+                result = _simplify(page["html"], None, 500)
+            except Exception as exc:  # noqa: BLE001 - counted, that is the point
+                exceptions += 1
+                print("  exception:", page["page_id"], type(exc).__name__, exc, file=sys.stderr)
+                continue
+            if result.error:
+                errors[result.error] = errors.get(result.error, 0) + 1
+        elapsed = time.process_time() - t0
+        print(f"\nAll pages: {len(everything)}, exceptions: {exceptions}, "
+              f"error values: {errors or 0}, {len(everything) / elapsed:.1f} pages/s")
+
+    if args.worst:
+        worst.sort(key=lambda w: w[0])
+        for score, page_id, ours, ref in worst[: args.worst]:
+            print(f"\n=== {page_id} agreement {score:.3f} ours {len(ours)} ref {len(ref)}")
+            for line in list(difflib.unified_diff(ref, ours, "reference", "ours", n=1, lineterm=""))[:40]:
+                print("   ", line[:200])
+
+
+if __name__ == "__main__":
+    main()

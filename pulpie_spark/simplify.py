@@ -1,0 +1,853 @@
+"""HTML -> Pulpie blocks (the format the Pulpie encoders were trained on).
+
+The published Pulpie checkpoints read exactly the segmentation of MinerU-HTML's
+``simplify_html`` as ported by pulpie 0.0.2 (lxml + deep copies + a uuid per node, about
+40-55 pages/s per core). This module reproduces that output (``docs/block-format.md`` in
+the team's shared material lists the rules) with one lexbor parse and flat, iterative
+passes:
+
+1. decode bytes (``pulpie_spark.decode``), parse with lexbor, serialize the fixed-up DOM
+   once (``doc.html``) and tokenize that well-formed string into a light element tree in
+   lxml's text/tail model, which is the model the reference rules are written in (where a
+   removed element's tail goes, what counts as "direct text" of an element);
+2. compute table types, list types and "has block descendants" bottom-up (no per-node
+   subtree scans, so nested tables/lists stay linear);
+3. walk the tree with an explicit stack to cut it into paragraphs (block elements and
+   inline runs), in document order;
+4. per paragraph: keep class/id (img src/alt), shorten lists, drop empty blocks, cut text
+   at 500 characters, serialize like lxml's HTML serializer and collapse whitespace;
+5. the map HTML is the lexbor serialization with ``_item_id`` attributes and
+   ``<cc-alg-uc-text>`` wrappers spliced in at recorded string offsets.
+
+Where the reference has quirks (a hidden element's tail text moves *into* the previous
+sibling when that sibling has no tail; an ``<img>`` without ``src`` hides its own tail
+from the emptiness test; inline runs directly under ``<body>`` are dropped; elements that
+HTML5 treats as void but libxml2 does not, such as ``<wbr>``, swallow their following
+siblings), the quirk is reproduced, because the models learned from that output.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from selectolax.lexbor import LexborHTMLParser
+
+from pulpie_spark.decode import decode_html
+
+__all__ = ["SimplifiedPage", "simplify", "block_text", "CUTOFF_LENGTH", "MAX_PATH_DEPTH"]
+
+CUTOFF_LENGTH = 500
+MAX_PATH_DEPTH = 12  # ancestors kept in a block path (the innermost ones)
+_MAX_CLASS_WORDS = 3
+_MAX_NAME_CHARS = 40
+
+INLINE_TAGS = frozenset({
+    "map", "optgroup", "span", "input", "time", "u", "strong", "small", "sub", "samp",
+    "blink", "b", "code", "nobr", "strike", "bdo", "basefont", "abbr", "var", "i",
+    "cccode-inline", "s", "pic", "label", "mark", "object", "ccmath-inline", "svg", "button",
+    "a", "font", "dfn", "sup", "kbd", "q", "script", "acronym", "option", "img", "big",
+    "cite", "em", "marked-tail", "marked-text",
+})
+TABLE_TAGS = frozenset({"caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th", "br"})
+_TABLE_OR_INLINE = TABLE_TAGS | INLINE_TAGS
+# Removed with their whole subtree *and* the text that follows them (lxml's remove()).
+REMOVED_TAGS = frozenset({"title", "head", "style", "script", "link", "meta", "iframe", "frame", "nav"})
+_INVISIBLE_STYLE = {
+    "display": "none", "font-size": "0px", "color": "transparent", "visibility": "hidden",
+    "opacity": "0",
+}
+_NO_CALC_TEXT_TAGS = frozenset({"math", "table"})
+_WRAPPER_TAG = "cc-alg-uc-text"
+# Elements whose run wrapper cannot exist in the reference (its fragment parse of a
+# <body>/<html> copy fails, so those blocks never appear).
+_UNWRAPPABLE = frozenset({"body", "html"})
+
+# libxml2 (the reference's parser) knows these as empty; lexbor's HTML5 list is longer.
+_LIBXML_VOID = frozenset({
+    "area", "base", "basefont", "br", "col", "frame", "hr", "img", "input", "isindex",
+    "link", "meta", "param",
+})
+_HTML5_VOID = frozenset({
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+    "track", "wbr", "keygen", "param", "basefont", "bgsound", "frame", "image", "isindex",
+})
+# HTML5-void elements libxml2 treats as containers: they stay open until the parent closes.
+_SWALLOWING = _HTML5_VOID - _LIBXML_VOID
+_RAW_TEXT = frozenset({"script", "style", "xmp", "iframe", "noembed", "noframes", "plaintext"})
+
+# One token per match: a raw-text element whole (g1-g3), a start/end tag (g4-g6), a
+# comment or doctype (g7), or text (g8). lexbor's serialization is well-formed: tags never
+# contain ">" (it is escaped in attribute values) and text never contains "<".
+_TOKEN = re.compile(
+    r"<(script|style|xmp|iframe|noembed|noframes|plaintext)([^>]*)>(.*?)</\1>"
+    r"|<(/?)([A-Za-z][^\s/>]*)([^>]*)>"
+    r"|(<!--.*?-->|<![^>]*>)"
+    r"|([^<]+|<)",
+    re.S,
+)
+_WS = re.compile(r"\s+")
+_TAG_OR_TEXT = re.compile(r"(<[^>]+>)|([^<]+)")
+_PRIVATE_MARKS = re.compile("[\ue000-\ue002]")
+_MAP_START = re.compile("\ue000(\\d+)\ue001")
+
+
+@dataclass
+class SimplifiedPage:
+    blocks: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    simplified_html: str = '<html><head><meta charset="utf-8"></head><body></body></html>'
+    map_html: str = ""
+    encoding: str | None = None
+    error: str | None = None
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.blocks)
+
+
+class _El:
+    """One element in lxml's model: ``text`` before the first child, ``tail`` after it.
+
+    Rarely set fields are class defaults, so building a node sets five attributes.
+    """
+
+    text = None
+    tail = None
+    close_start = 0
+    close_end = 0
+    text_end = 0        # where the last piece of direct text ends in the page
+    tail_end = 0        # where the last piece of tail text ends in the page
+    hbd = False         # has block descendants
+    hbd_items = False   # same, under the rules in force while lists are classified
+    block = False
+    data_table = False
+    list_content = False
+    context = None      # nearest table (td/th), ul/ol (li) or dl (dt/dd) ancestor
+    _path = None
+
+    def __init__(self, tag, attrs, parent, name_end, open_end):
+        self.tag = tag
+        self.attrs = attrs
+        self.parent = parent
+        self.children = []
+        self.name_end = name_end
+        self.open_end = open_end
+
+
+def _unescape(text: str) -> str:
+    # lexbor's serializer escapes exactly these in text and attribute values.
+    if "&" not in text:
+        return text
+    return (text.replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", "\xa0")
+            .replace("&quot;", '"').replace("&amp;", "&"))
+
+
+class _Attrs:
+    """Attributes of one element, read from its serialized start tag on demand.
+
+    lexbor writes every attribute as `` name="value"`` with ``"`` escaped, so a plain
+    substring search finds a name without parsing the rest.
+    """
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: str):
+        self.raw = raw
+
+    def get(self, name: str, default=None):
+        raw = self.raw
+        key = " %s=\"" % name
+        i = raw.find(key)
+        if i < 0:
+            return default
+        i += len(key)
+        j = raw.find('"', i)
+        return _unescape(raw[i:j] if j >= 0 else raw[i:])
+
+    def __contains__(self, name: str) -> bool:
+        return (" %s=\"" % name) in self.raw
+
+
+def _is_hidden(el: _El, parent: _El) -> bool:
+    """Rule 2's second sentence: removed, but the text after it stays."""
+    attrs = el.attrs
+    if attrs:
+        if parent.tag == "body" and (attrs.get("class") == "nav" or attrs.get("id") == "nav"):
+            return True
+        style = attrs.get("style")
+        if style:
+            for decl in style.split(";"):
+                key, sep, value = decl.partition(":")
+                if sep and _INVISIBLE_STYLE.get(key.strip()) == value.strip():
+                    return True
+    if parent.tag == "details" and el.tag != "summary":
+        return "open" not in (parent.attrs or ())
+    return False
+
+
+_CONTEXT_OF = {"td": "table", "th": "table", "li": "list", "dt": "dl", "dd": "dl"}
+_CONTEXT_KIND = {"table": "table", "ul": "list", "ol": "list", "dl": "dl"}
+
+
+def _build_tree(s: str):
+    """Tokenize lexbor's serialization into ``_El`` nodes; returns (root, post_order).
+
+    Removed elements never enter the tree; tokens inside them are skipped.
+    """
+    root = _El("#root", None, None, 0, 0)
+    stack = [root]
+    contexts = {"table": [None], "list": [None], "dl": [None]}
+    post_order: list[_El] = []
+    append_post = post_order.append
+    # After a removed element: where its tail goes ("drop", "hidden" or None).
+    tail_mode = None
+    skip_tag = None  # inside a removed element: its tag and nesting depth
+    skip_depth = 0
+    pos = 0
+    for raw_tag, raw_attrs, raw_text, slash, tag, attrs_s, other, text in _TOKEN.findall(s):
+        if text:
+            pos += len(text)
+            if skip_tag is not None:
+                continue
+            if tail_mode is not None:
+                if tail_mode == "drop":
+                    continue
+                # The reference appends a hidden element's tail to the previous sibling's
+                # tail, or (if it has none) to that sibling's *text*, or to the parent's text.
+                text = _unescape(text)
+                cur = stack[-1]
+                if cur.children:
+                    prev = cur.children[-1]
+                    if prev.tail is not None:
+                        prev.tail += text
+                    else:
+                        prev.text = (prev.text or "") + text
+                else:
+                    cur.text = (cur.text or "") + text
+                continue
+            if "&" in text:
+                text = _unescape(text)
+            cur = stack[-1]
+            if cur.children:
+                last = cur.children[-1]
+                last.tail = text if last.tail is None else last.tail + text
+                last.tail_end = pos
+            else:
+                cur.text = text if cur.text is None else cur.text + text
+                cur.text_end = pos
+            continue
+        if other:
+            pos += len(other)
+            continue
+        start = pos
+        if raw_tag:
+            pos += 2 * len(raw_tag) + len(raw_attrs) + len(raw_text) + 5
+            if skip_tag is not None:
+                continue
+            tag = raw_tag
+            attrs_s = raw_attrs
+        else:
+            pos += len(slash) + len(tag) + len(attrs_s) + 2
+            tag = tag.lower()
+            if skip_tag is not None:
+                if tag == skip_tag:
+                    if slash:
+                        skip_depth -= 1
+                        if skip_depth == 0:
+                            skip_tag = None
+                    else:
+                        skip_depth += 1
+                continue
+            if slash:  # end tag: close up to the matching open element
+                tail_mode = None
+                for depth in range(len(stack) - 1, 0, -1):
+                    if stack[depth].tag == tag:
+                        break
+                else:
+                    continue
+                while len(stack) > depth:
+                    el = stack.pop()
+                    el.close_start = start
+                    el.close_end = start
+                    kind = _CONTEXT_KIND.get(el.tag)
+                    if kind is not None:
+                        contexts[kind].pop()
+                    append_post(el)
+                el.close_end = pos
+                continue
+        # start tag (or a whole raw-text element)
+        tail_mode = None
+        parent = stack[-1]
+        attrs = _Attrs(attrs_s) if len(attrs_s) > 2 else None
+        el = _El(tag, attrs, parent, start + 1 + len(tag), start + 2 + len(tag) + len(attrs_s))
+        if tag in REMOVED_TAGS:
+            tail_mode = "drop"
+        elif (
+            (attrs is not None and (" style=" in attrs_s or parent.tag == "body"))
+            or parent.tag == "details"
+        ) and _is_hidden(el, parent):
+            tail_mode = "hidden"
+        if tail_mode is not None:
+            if not raw_tag and tag not in _HTML5_VOID:
+                skip_tag = tag
+                skip_depth = 1
+            continue
+        parent.children.append(el)
+        kind = _CONTEXT_OF.get(tag)
+        if kind is not None:
+            el.context = contexts[kind][-1]
+        if raw_tag:
+            if raw_text:
+                el.text = raw_text
+            el.close_start = pos - len(raw_tag) - 3
+            el.close_end = pos
+            append_post(el)
+        elif tag in _LIBXML_VOID or tag in ("image", "bgsound"):
+            el.close_start = el.close_end = pos
+            append_post(el)
+        else:
+            stack.append(el)
+            kind = _CONTEXT_KIND.get(tag)
+            if kind is not None:
+                contexts[kind].append(el)
+    end = len(s)
+    while len(stack) > 1:
+        el = stack.pop()
+        el.close_start = el.close_end = end
+        append_post(el)
+    return root, post_order
+
+
+_LIST_PARENTS = {"li": ("ul", "ol"), "dt": ("dl",), "dd": ("dl",)}
+
+
+def _classify(post_order: list[_El]) -> None:
+    """Table types, list types and block flags, bottom-up (rules 3-5)."""
+    # Tables: data table if caption/col/colgroup/th[headers] belongs to it, role/data-table,
+    # or everything inside is table tags and inline tags.
+    only_ti: dict[int, bool] = {}
+    markers: dict[int, bool] = {}
+    for el in post_order:
+        ok = True
+        mark = False
+        for c in el.children:
+            if ok and (c.tag not in _TABLE_OR_INLINE or not only_ti.get(id(c), True)):
+                ok = False
+            ctag = c.tag
+            if ctag in ("caption", "col", "colgroup") or (
+                ctag in ("td", "th") and c.attrs and "headers" in c.attrs
+            ):
+                mark = True
+            elif ctag != "table" and markers.get(id(c)):
+                mark = True
+        if not ok:
+            only_ti[id(el)] = False
+        if mark:
+            markers[id(el)] = True
+        if el.tag == "table":
+            attrs = el.attrs or {}
+            el.data_table = bool(mark or attrs.get("role") == "table" or attrs.get("data-table") or ok)
+
+    # While lists are classified (outer lists first), an item inside a not-yet-classified
+    # (nested) list counts as a block: any li/dt/dd with a list ancestor does.
+    for el in post_order:
+        tag = el.tag
+        if tag in ("td", "th"):
+            table = el.context
+            blk = table is not None and not table.data_table
+        elif tag in _LIST_PARENTS:
+            blk = el.context is not None
+        elif tag == "math" or tag in INLINE_TAGS:
+            blk = False
+        else:
+            blk = True
+        if tag == "math":
+            el.hbd_items = False
+        if (blk or el.hbd_items) and el.parent is not None:
+            el.parent.hbd_items = True
+
+    for el in post_order:
+        if el.tag in ("ul", "ol", "dl"):
+            allowed = ("li",) if el.tag != "dl" else ("dt", "dd")
+            items = [c for c in el.children if c.tag in ("li", "dt", "dd")]
+            if not items:
+                continue
+            if any(c.tag not in allowed for c in el.children):
+                continue
+            if el.text and el.text.strip():
+                continue
+            if any(c.tail and c.tail.strip() for c in el.children):
+                continue
+            el.list_content = not any(c.hbd_items for c in items)
+
+    for el in post_order:
+        tag = el.tag
+        if tag in ("td", "th"):
+            table = el.context
+            blk = table is not None and not table.data_table
+        elif tag in _LIST_PARENTS:
+            lst = el.context
+            blk = lst is not None and not lst.list_content
+        elif tag == "math" or tag in INLINE_TAGS:
+            blk = False
+        else:
+            blk = True
+        el.block = blk
+        if tag == "math":
+            el.hbd = False
+        if (blk or el.hbd) and el.parent is not None:
+            el.parent.hbd = True
+
+
+# ---------------------------------------------------------------------------------------
+# Paragraphs (rule 6)
+
+
+def _paragraphs(root: _El):
+    """Blocks and inline runs in document order.
+
+    Returns ``(kind, element, items, run_start, run_end)`` tuples: kind "block"
+    (``element`` is the block) or "run" (``element`` is the parent, ``items`` a list of
+    stripped strings and inline elements; run_start/run_end delimit the run's content in
+    the serialized page, for the map).
+    """
+    out = []
+    # frame: [node, next child index, items, run start offset, run end offset]
+    stack = [_frame(root)]
+    while stack:
+        frame = stack[-1]
+        node, idx, items = frame[0], frame[1], frame[2]
+        children = node.children
+        if idx >= len(children):
+            if items:
+                out.append(("run", node, items, frame[3], frame[4]))
+            stack.pop()
+            continue
+        child = children[idx]
+        frame[1] = idx + 1
+        tail = child.tail
+        if child.block or child.hbd:
+            is_br = child.tag == "br"
+            if is_br:
+                items.append(child)
+                frame[4] = child.close_end
+            if items:
+                out.append(("run", node, items, frame[3], frame[4]))
+                items = frame[2] = []
+            frame[3] = child.close_end
+            if tail and tail.strip():
+                items.append(tail.strip())
+                frame[4] = child.tail_end
+            if not is_br:
+                if child.data_table or not child.hbd:
+                    out.append(("block", child, None, 0, 0))
+                else:
+                    stack.append(_frame(child))
+        else:
+            items.append(child)
+            if tail and tail.strip():
+                items.append(tail.strip())
+                frame[4] = child.tail_end
+            else:
+                frame[4] = child.close_end
+    return out
+
+
+def _frame(node: _El) -> list:
+    text = node.text
+    if text and text.strip():
+        return [node, 0, [text.strip()], node.open_end, node.text_end]
+    return [node, 0, [], node.open_end, node.open_end]
+
+
+# ---------------------------------------------------------------------------------------
+# Per-block cleaning (rule 7) on light copies: [tag, attrs, text, tail, children]
+
+_TAG, _ATTRS, _TEXT, _TAIL, _KIDS = range(5)
+
+
+def _clean_attrs(tag: str, attrs: dict | None):
+    if not attrs:
+        return None
+    out = []
+    if tag == "img":
+        src = attrs.get("src", "").strip()
+        if src and not src.startswith("data:image/"):
+            out.append(("src", src))
+        alt = attrs.get("alt", "").strip()
+        if alt:
+            out.append(("alt", alt))
+    cls = attrs.get("class", "").strip()
+    if cls:
+        out.append(("class", cls))
+    ident = attrs.get("id", "").strip()
+    if ident:
+        out.append(("id", ident))
+    return out or None
+
+
+def _copy(el: _El):
+    """Cleaned copy of a subtree (attributes filtered, lists shortened), iterative."""
+    top = [el.tag, _clean_attrs(el.tag, el.attrs), el.text, None, []]
+    stack = [(el, top)]
+    while stack:
+        src, dst = stack.pop()
+        kids = src.children
+        if not kids:
+            continue
+        tag = src.tag
+        if tag in ("ul", "ol") and len(kids) > 2:
+            kids = [kids[0], None, kids[-1]]
+        elif tag == "dl" and len(kids) > 2:
+            dts = [i for i, c in enumerate(kids) if c.tag == "dt"]
+            if len(dts) > 1:
+                kids = kids[dts[0]:dts[1]] + [None] + kids[dts[-1]:]
+        out = dst[_KIDS]
+        for c in kids:
+            if c is None:
+                out.append(["span", None, "...", None, []])
+                continue
+            copy = [c.tag, _clean_attrs(c.tag, c.attrs), c.text, c.tail, []]
+            out.append(copy)
+            if c.children:
+                stack.append((c, copy))
+    return top
+
+
+def _run_copy(parent: _El, items: list):
+    """The run wrapped in a copy of its parent (texts merged like the reference does)."""
+    top = [parent.tag, _clean_attrs(parent.tag, parent.attrs), None, None, []]
+    kids = top[_KIDS]
+    last_br = len(items) - 1
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            if not kids:
+                top[_TEXT] = item if not top[_TEXT] else top[_TEXT] + " " + item
+            # Otherwise the reference writes it to the *original* element's tail, so the
+            # copy keeps the original (unstripped) tail it was copied with.
+            continue
+        copy = _copy(item)
+        copy[_TAIL] = None if (i == last_br and item.tag == "br") else item.tail
+        kids.append(copy)
+    # Lists directly inside the run are shortened by _copy; the wrapper itself too.
+    if top[_TAG] in ("ul", "ol", "dl"):
+        _shorten_list(top)
+    return top
+
+
+def _shorten_list(node) -> None:
+    kids = node[_KIDS]
+    if node[_TAG] in ("ul", "ol") and len(kids) > 2:
+        node[_KIDS] = [kids[0], ["span", None, "...", None, []], kids[-1]]
+    elif node[_TAG] == "dl" and len(kids) > 2:
+        dts = [i for i, c in enumerate(kids) if c[_TAG] == "dt"]
+        if len(dts) > 1:
+            node[_KIDS] = kids[dts[0]:dts[1]] + [["span", None, "...", None, []]] + kids[dts[-1]:]
+
+
+def _meaningful(top) -> bool:
+    """Rule 7's emptiness test, with the reference's order of checks."""
+    stack = [(top, True)]
+    while stack:
+        node, is_root = stack.pop()
+        text = node[_TEXT]
+        if text and text.strip():
+            return True
+        if node[_TAG] == "img":
+            attrs = node[_ATTRS]
+            if attrs and attrs[0][0] == "src":
+                return True
+            continue  # an img's tail is never looked at
+        tail = node[_TAIL]
+        if not is_root and tail and tail.strip():
+            return True
+        for kid in node[_KIDS]:
+            stack.append((kid, False))
+    return False
+
+
+def _truncate(top, max_length: int) -> None:
+    """Cut text at ``max_length`` characters plus '...' (text in table/math not counted).
+
+    Mirrors the reference: tails always count, text inside table/math does not; once cut,
+    the following siblings of the cut node and of each of its ancestors are dropped.
+    """
+    # Collect text slots in document order: (node, slot, excluded, can_modify, parent path)
+    slots = []
+    total = 0
+    # node, node-or-ancestor excluded, ancestor excluded, ancestors
+    stack = [(top, top[_TAG] in _NO_CALC_TEXT_TAGS, False, ())]
+    while stack:
+        node, excluded_self_or_up, parent_excluded, path = stack.pop()
+        if isinstance(node, tuple):  # tail marker
+            real = node[0]
+            tail = real[_TAIL]
+            if tail:
+                slots.append((real, _TAIL, node[1], node[2]))
+                total += len(tail)
+            continue
+        text = node[_TEXT]
+        if text and not excluded_self_or_up:
+            slots.append((node, _TEXT, not parent_excluded, path))
+            total += len(text)
+        kid_excl = excluded_self_or_up
+        kid_path = path + (node,)
+        if node is not top:
+            stack.append(((node, not parent_excluded, path), None, None, None))
+        for kid in reversed(node[_KIDS]):
+            stack.append((kid, kid_excl or kid[_TAG] in _NO_CALC_TEXT_TAGS, kid_excl, kid_path))
+    if total <= max_length:
+        return
+    current = 0
+    done = False
+    for node, slot, can_modify, path in slots:
+        if done:
+            node[slot] = None
+            continue
+        value = node[slot]
+        if value is None:
+            continue
+        n = len(value)
+        if current + n <= max_length:
+            current += n
+            continue
+        if not can_modify:
+            current += n
+            continue
+        node[slot] = value[: max_length - current] + "..."
+        current = max_length
+        done = True
+        # Drop the following siblings of the node and of every ancestor below the top.
+        chain = path + (node,)
+        for i in range(len(chain) - 1, 0, -1):
+            parent_kids = chain[i - 1][_KIDS]
+            child = chain[i]
+            for j, k in enumerate(parent_kids):
+                if k is child:
+                    del parent_kids[j + 1:]
+                    break
+    # (text of nodes visited after the cut was cleared above; removed nodes are gone)
+
+
+# ---------------------------------------------------------------------------------------
+# Serialization like lxml.html.tostring (libxml2's HTML serializer)
+
+
+def _esc_text(text: str) -> str:
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+_URI_UNSAFE = re.compile(r"[\x00-\x20\x7f-\U0010ffff]")
+
+
+def _esc_uri(value: str) -> str:
+    return _URI_UNSAFE.sub(
+        lambda m: "".join("%%%02X" % b for b in m.group(0).encode("utf-8", "surrogatepass")), value
+    )
+
+
+def _attr(name: str, value: str) -> str:
+    if name == "src":
+        value = _esc_uri(value)
+    value = _esc_text(value)
+    if '"' in value:
+        if "'" in value:
+            return ' %s="%s"' % (name, value.replace('"', "&quot;"))
+        return " %s='%s'" % (name, value)
+    return ' %s="%s"' % (name, value)
+
+
+def _serialize(top, item_id: str) -> str:
+    parts = []
+    stack = [(top, True)]
+    while stack:
+        node, opening = stack.pop()
+        if isinstance(node, str):
+            parts.append(node)
+            continue
+        tag = node[_TAG]
+        parts.append("<" + tag)
+        attrs = node[_ATTRS]
+        if attrs:
+            for name, value in attrs:
+                parts.append(_attr(name, value))
+        if node is top:
+            parts.append(' _item_id="%s"' % item_id)
+        parts.append(">")
+        kids = node[_KIDS]
+        tail = node[_TAIL] if node is not top else None
+        # libxml2 writes no end tag for void elements, nor for an empty <li>.
+        if (tag in _LIBXML_VOID or tag == "li") and not kids and not node[_TEXT]:
+            if tail:
+                parts.append(_esc_text(tail))
+            continue
+        if node[_TEXT]:
+            parts.append(_esc_text(node[_TEXT]))
+        stack.append(("</%s>%s" % (tag, _esc_text(tail) if tail else ""), None))
+        for kid in reversed(kids):
+            stack.append((kid, True))
+    return "".join(parts)
+
+
+def _collapse(html: str) -> str:
+    return _TAG_OR_TEXT.sub(lambda m: m.group(1) or _WS.sub(" ", m.group(2)), html).strip()
+
+
+# ---------------------------------------------------------------------------------------
+# Paths for feature-based models
+
+
+def _segment(el: _El) -> str:
+    name = el.tag
+    attrs = el.attrs
+    if attrs:
+        cls = attrs.get("class")
+        if cls:
+            words = cls.split()[:_MAX_CLASS_WORDS]
+            if words:
+                name += "." + ".".join(w[:_MAX_NAME_CHARS] for w in words)
+        ident = attrs.get("id")
+        if ident and ident.strip():
+            name += "#" + ident.split()[0][:_MAX_NAME_CHARS]
+    return name
+
+
+def _path_of(el: _El) -> str:
+    """``html > body > div.main#content > p``: the innermost MAX_PATH_DEPTH elements."""
+    pending = []
+    node = el
+    while node is not None and node._path is None and node.tag != "#root":
+        pending.append(node)
+        node = node.parent
+    segments = node._path if node is not None and node._path is not None else ()
+    for node in reversed(pending):
+        segments = (segments + (_segment(node),))[-MAX_PATH_DEPTH:]
+        node._path = segments
+    return " > ".join(segments)
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _empty(encoding, error, map_html="") -> SimplifiedPage:
+    return SimplifiedPage(map_html=map_html, encoding=encoding, error=error)
+
+
+def simplify(html: str | bytes | None, *, declared_charset: str | None = None,
+             cutoff_length: int = CUTOFF_LENGTH) -> SimplifiedPage:
+    """Segment a page into Pulpie blocks. Never raises; failures give ``error``."""
+    try:
+        return _simplify(html, declared_charset, cutoff_length)
+    except Exception as exc:  # noqa: BLE001 - a page must never take the job down
+        return _empty(None, "simplify_failed: %s: %s" % (type(exc).__name__, str(exc)[:200]))
+
+
+def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
+    if html is None:
+        return _empty(None, "empty_html")
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        text, encoding = decode_html(bytes(html), declared_charset)
+    elif isinstance(html, str):
+        text, encoding = html, None
+    else:
+        return _empty(None, "not_html: %s" % type(html).__name__)
+    if not text or not text.strip():
+        return _empty(encoding, "empty_html")
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    # The map marks runs with private-use characters; a page's own are made harmless.
+    if _PRIVATE_MARKS.search(text):
+        text = _PRIVATE_MARKS.sub("\ufffd", text)
+    doc = LexborHTMLParser(text)
+    serialized = doc.html
+    if not serialized:
+        return _empty(encoding, "unparseable_html")
+
+    root, post_order = _build_tree(serialized)
+    _classify(post_order)
+    paragraphs = _paragraphs(root)
+
+    blocks: list[str] = []
+    paths: list[str] = []
+    inserts: list[tuple[int, int, str]] = []  # (offset, order, text) spliced into the map
+    seen_runs: set = set()
+    for kind, el, items, run_start, run_end in paragraphs:
+        if kind == "block":
+            if el.tag in _UNWRAPPABLE or el.tag == "#root":
+                continue
+            copy = _copy(el)
+            copy[_TAIL] = None
+        else:
+            if el.tag in _UNWRAPPABLE or el.tag == "#root":
+                continue
+            if all(isinstance(i, str) for i in items):
+                # The reference de-duplicates paragraphs by their HTML, which carries a
+                # per-node uuid: only text-only runs of the same parent ever coincide.
+                key = (id(el), " ".join(items))
+                if key in seen_runs:
+                    continue
+                seen_runs.add(key)
+            copy = _run_copy(el, items)
+        if not _meaningful(copy):
+            continue
+        _truncate(copy, cutoff_length)
+        item_id = str(len(blocks) + 1)
+        blocks.append(_collapse(_serialize(copy, item_id)))
+        paths.append(_path_of(el))
+        if kind == "block" and el.tag in _SWALLOWING:
+            # In the page these are void and what the block holds are their siblings.
+            inserts.append((el.name_end - len(el.tag) - 1, 2, "\ue000%s\ue001" % item_id))
+            inserts.append((el.close_start, 0, "\ue002"))
+        elif kind == "block":
+            inserts.append((el.name_end, 1, ' _item_id="%s"' % item_id))
+        else:
+            inserts.append((run_start, 2, "\ue000%s\ue001" % item_id))
+            inserts.append((run_end, 0, "\ue002"))
+
+    map_html = _splice(serialized, inserts)
+    simplified = '<html><head><meta charset="utf-8"></head><body>' + "".join(blocks) + "</body></html>"
+    return SimplifiedPage(
+        blocks=blocks,
+        paths=paths,
+        simplified_html=simplified,
+        map_html=map_html,
+        encoding=encoding,
+        error=None if blocks else "no_blocks",
+    )
+
+
+def _splice(serialized: str, inserts) -> str:
+    if not inserts:
+        return serialized
+    inserts.sort(key=lambda x: (x[0], x[1]))
+    parts = []
+    last = 0
+    for offset, order, text in inserts:
+        parts.append(serialized[last:offset])
+        if order == 2:
+            text = '<%s _item_id="%s">' % (_WRAPPER_TAG, text[1:-1])
+        elif order == 0:
+            text = "</%s>" % _WRAPPER_TAG
+        parts.append(text)
+        last = offset
+    parts.append(serialized[last:])
+    return "".join(parts)
+
+
+_TAGS = re.compile(r"<[^>]*>")
+
+
+def block_text(block_html: str) -> str:
+    """Visible text of one block: tags removed, entities decoded, whitespace collapsed."""
+    import html as _html
+
+    if not block_html:
+        return ""
+    return _WS.sub(" ", _html.unescape(_TAGS.sub("", block_html))).strip()

@@ -1,0 +1,133 @@
+"""The embedded default block model: features, training, distillation loss, shipping."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from pulpie_spark.blockmodel import DEFAULT_MODEL_DIR, load_default
+from pulpie_spark.blockmodel.features import MAX_TOKENS, N_NUMERIC, NUMERIC_NAMES, block_texts, page_features
+from pulpie_spark.blockmodel.model import BlockModelConfig, DefaultBlockClassifier, load_model, save_model
+from pulpie_spark.blockmodel.training import PageExample, TrainConfig, _loss, train_model
+
+BLOCKS = [
+    '<ul class="menu" _item_id="1"><li><a>Home</a></li><span>...</span><li><a>About</a></li></ul>',
+    '<h1 _item_id="2">Growing tomatoes</h1>',
+    '<p _item_id="3">Tomatoes need <b>full sun</b> and well drained soil. Water twice a week.</p>',
+    '<td _item_id="4">cell text 42</td>',
+    '<footer id="site-footer" _item_id="5">(c) 2025 <a>Privacy</a></footer>',
+]
+PATHS = ["html > body > nav.top > ul.menu", "html > body > main#content > article.post > h1",
+         "html > body > main#content > article.post > p", "html > body > table > tr > td",
+         "html > body > footer#site-footer"]
+
+
+def test_page_features_shapes_and_determinism():
+    ids, num = page_features(BLOCKS, PATHS)
+    assert ids.shape == (5, MAX_TOKENS) and ids.dtype == np.int32
+    assert num.shape == (5, N_NUMERIC) == (5, len(NUMERIC_NAMES)) and num.dtype == np.float32
+    ids2, num2 = page_features(BLOCKS, PATHS)
+    assert np.array_equal(ids, ids2) and np.array_equal(num, num2)
+    col = {name: i for i, name in enumerate(NUMERIC_NAMES)}
+    # nav: "Home ... About": 9 of its 14 characters are link text (the "..." is not)
+    assert num[0, col["link_char_share"]] == pytest.approx(9 / 14)
+    assert num[2, col["link_char_share"]] == 0.0
+    assert num[1, col["is_heading"]] == 1.0 and num[2, col["is_heading"]] == 0.0
+    assert num[3, col["in_table"]] == 1.0
+    assert num[0, col["rel_position"]] == 0.0 and num[4, col["rel_position"]] == 1.0
+    # paths change the hashed tokens; no paths still works
+    ids_nopath, _ = page_features(BLOCKS)
+    assert not np.array_equal(ids, ids_nopath)
+    assert (ids > 0).sum(axis=1).min() > 0
+    empty_ids, empty_num = page_features([])
+    assert empty_ids.shape == (0, MAX_TOKENS) and empty_num.shape == (0, N_NUMERIC)
+
+
+def test_block_texts_one_parse_survives_table_fragments():
+    texts = block_texts(BLOCKS)
+    assert texts[2] == "Tomatoes need full sun and well drained soil. Water twice a week."
+    assert texts[3] == "cell text 42"
+    assert block_texts(["<p>unclosed <b>bold", "<div>next</div>"]) == ["unclosed bold", "next"]
+
+
+def _examples(n_buckets=1024):
+    rng = np.random.RandomState(0)
+    out = []
+    for _ in range(6):
+        ids, num = page_features(BLOCKS, PATHS, n_buckets=n_buckets)
+        labels = np.array([0, 1, 1, 0, 0])
+        out.append(PageExample(ids, num + rng.rand(*num.shape).astype(np.float32) * 0.01, labels,
+                               np.array([2, 2, 11, 3, 3], dtype=np.int32)))
+    return out
+
+
+def test_training_is_reproducible_and_roundtrips_through_safetensors(tmp_path):
+    cfg = TrainConfig(epochs=2, batch_pages=2, seed=3, model=BlockModelConfig(n_buckets=1024, hidden=16,
+                                                                             embed_dim=8))
+    model_a, report = train_model(_examples(), _examples()[:2], cfg, output_dir=tmp_path / "m")
+    model_b, _ = train_model(_examples(), _examples()[:2], cfg)
+    for (name, a), (_, b) in zip(model_a.state_dict().items(), model_b.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert report["best_epoch"] in (1, 2) and len(report["history"]) == 2
+    assert (tmp_path / "m" / "model.safetensors").is_file()
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert config["n_buckets"] == 1024 and "training" in config
+    loaded = DefaultBlockClassifier(load_model(tmp_path / "m"))
+    direct = DefaultBlockClassifier(model_a)
+    p1 = loaded.predict_proba([BLOCKS, BLOCKS[:2]], [PATHS, PATHS[:2]])
+    p2 = direct.predict_proba([BLOCKS, BLOCKS[:2]], [PATHS, PATHS[:2]])
+    assert [len(p) for p in p1] == [5, 2]
+    assert all(p.dtype == np.float32 for p in p1)
+    assert all(np.array_equal(a, b) for a, b in zip(p1, p2))
+    # batched prediction equals one page at a time (padding must not leak)
+    single = loaded.predict_proba([BLOCKS[:2]], [PATHS[:2]])[0]
+    assert np.allclose(single, p1[1], atol=1e-6)
+
+
+def test_distillation_loss_reduces_to_hard_ce_when_student_matches_teacher():
+    logits = torch.tensor([[[0.3, 1.2], [2.0, -1.0], [0.0, 0.0]]])
+    labels = torch.tensor([[1, 0, -100]])
+    teacher = torch.softmax(logits, dim=-1)[..., 1]
+    cfg = TrainConfig()
+    weight = torch.tensor([1.0, 1.0])
+    hard = _loss(logits, labels, None, weight, cfg)
+    mixed = _loss(logits, labels, teacher, weight, cfg)
+    assert mixed.item() == pytest.approx(0.3 * hard.item(), abs=1e-5)
+    # a teacher that disagrees adds a positive KL term
+    other = _loss(logits, labels, 1 - teacher, weight, cfg)
+    assert other.item() > mixed.item()
+
+
+def test_distillation_training_requires_teacher_probs():
+    with pytest.raises(ValueError, match="teacher"):
+        train_model(_examples(), [], TrainConfig(epochs=1), distill=True)
+    examples = _examples(512)
+    for e in examples:
+        e.teacher = np.array([0.1, 0.9, 0.8, 0.2, 0.1], dtype=np.float32)
+    _, report = train_model(examples, examples[:1], TrainConfig(epochs=1, model=BlockModelConfig(
+        n_buckets=512, hidden=8, embed_dim=8)), distill=True)
+    assert report["distill"] and report["history"][0]["loss"] > 0
+
+
+def test_shipped_default_model_loads_and_predicts_deterministically(data_dir):
+    from pulpie_spark.simplify import simplify
+
+    files = {p.name for p in DEFAULT_MODEL_DIR.iterdir()}
+    assert {"model.safetensors", "config.json"} <= files
+    assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in files)
+    assert sum(p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir()) <= 25 * 1024 * 1024
+    classifier = load_default()
+    assert classifier.model_id == "pulpie-spark/default-v1"
+    page = pd.read_parquet(data_dir / "model_pages.parquet").iloc[0]
+    simplified = simplify(page["html"])
+    probs_a = classifier.predict_proba([simplified.blocks], [simplified.paths])[0]
+    probs_b = load_default().predict_proba([simplified.blocks], [simplified.paths])[0]
+    assert len(probs_a) == len(simplified.blocks) > 0
+    assert np.array_equal(probs_a, probs_b)
+    labels = classifier.predict([simplified.blocks], [simplified.paths])[0]
+    assert labels == [int(p >= 0.5) for p in probs_a]
+    assert 0 < sum(labels) < len(labels)     # a forum thread page: some content, some chrome

@@ -1,0 +1,187 @@
+"""Loading HF token classifiers through the real code path, and batched inference."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from helpers_models import MARKER, WORDS, build_tokenizer, save_tiny_classifier  # noqa: E402
+from pulpie_spark.chunker import SEP_TOKEN  # noqa: E402
+from pulpie_spark.classify import ModelLoadError, load_classifier, resolve_model_name  # noqa: E402
+from pulpie_spark.classify.hf import load_hf_classifier, restore_rotary_buffers  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def random_dir(tmp_path_factory):
+    return save_tiny_classifier(tmp_path_factory.mktemp("tiny") / "random", seed=1)
+
+
+@pytest.fixture(scope="module")
+def rigged_dir(tmp_path_factory):
+    return save_tiny_classifier(tmp_path_factory.mktemp("tiny") / "rigged", rigged=True)
+
+
+def _reference_model(directory):
+    # Rebuild the saved model the plain way: config + safetensors state dict, strict.
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, EuroBertForTokenClassification
+
+    model = EuroBertForTokenClassification(AutoConfig.from_pretrained(directory)).eval()
+    model.load_state_dict(load_file(str(directory / "model.safetensors")), strict=True)
+    return model
+
+
+def test_loaded_outputs_equal_saved_model(random_dir):
+    clf = load_hf_classifier(str(random_dir), device="cpu")
+    reference = _reference_model(random_dir)
+    ids = torch.tensor([[0, 7, 8, 9, 4, 10, 11, 12, 13, 4, 1]])
+    with torch.inference_mode():
+        got = clf.model(input_ids=ids).logits
+        want = reference(input_ids=ids).logits
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+    rotary = clf.model.model.rotary_emb
+    head_dim = clf.model.config.hidden_size // clf.model.config.num_attention_heads
+    theta = clf.model.config.rope_parameters["rope_theta"]
+    expected = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    assert rotary.inv_freq.dtype == torch.float32
+    torch.testing.assert_close(rotary.inv_freq, expected)
+    assert clf.model.dtype == torch.float32 and not clf.model.training
+    assert clf.model_id == str(random_dir)
+
+
+def test_lost_rotary_buffers_are_restored(random_dir):
+    clf = load_hf_classifier(str(random_dir), device="cpu")
+    ids = torch.tensor([[0, 7, 8, 9, 4, 10, 11, 4, 1]])
+    with torch.inference_mode():
+        want = clf.model(input_ids=ids).logits.clone()
+    rotary = clf.model.model.rotary_emb
+    rotary.inv_freq = torch.zeros_like(rotary.inv_freq)               # as if never initialised
+    rotary.original_inv_freq = rotary.original_inv_freq.to(torch.bfloat16)  # as if cast
+    with torch.inference_mode():
+        broken = clf.model(input_ids=ids).logits
+    assert not torch.allclose(broken, want)
+    assert restore_rotary_buffers(clf.model) == 2
+    assert restore_rotary_buffers(clf.model) == 0
+    with torch.inference_mode():
+        torch.testing.assert_close(clf.model(input_ids=ids).logits, want, rtol=0, atol=0)
+
+
+def test_sep_added_when_missing_and_deterministic(tmp_path):
+    directory = save_tiny_classifier(tmp_path / "nosep", with_sep=False, seed=2)
+    assert SEP_TOKEN not in build_tokenizer(with_sep=False).get_vocab()
+    first = load_hf_classifier(str(directory), device="cpu")
+    second = load_hf_classifier(str(directory), device="cpu")
+    assert first.tokenizer.convert_tokens_to_ids(SEP_TOKEN) == len(first.tokenizer) - 1
+    assert first.model.get_input_embeddings().weight.shape[0] == len(first.tokenizer)
+    assert first.model.config.id2label == {0: "other", 1: "main"}
+    assert first.model.classifier.out_features == 2
+    # The sep must be one token, not split into pieces.
+    assert first.tokenizer("a <|sep|> b", add_special_tokens=False)["input_ids"].count(first.sep_id) == 1
+    pages = [["alpha beta", "gamma MAIN delta"], ["hello world"]]
+    a, b = first.predict_proba(pages), second.predict_proba(pages)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_pickle_weights_are_refused(tmp_path, random_dir):
+    directory = tmp_path / "pickled"
+    directory.mkdir()
+    for f in random_dir.iterdir():
+        if f.suffix != ".safetensors":
+            (directory / f.name).write_bytes(f.read_bytes())
+    torch.save({"w": torch.zeros(1)}, directory / "pytorch_model.bin")
+    with pytest.raises(ModelLoadError, match="pickle"):
+        load_hf_classifier(str(directory), device="cpu")
+
+
+def test_hub_names_resolve_and_offline_load_fails_clearly():
+    assert resolve_model_name("orange-small") == "feyninc/pulpie-orange-small"
+    assert resolve_model_name("orange-base") == "feyninc/pulpie-orange-base"
+    assert resolve_model_name("orange-large") == "feyninc/pulpie-orange-large"
+    assert resolve_model_name("someone/other-model") == "someone/other-model"
+    assert resolve_model_name("default") == "default"
+    with pytest.raises(ModelLoadError, match="HF_HUB_OFFLINE"):
+        load_classifier("orange-small", device="cpu")
+    with pytest.raises(ModelLoadError, match="not a checkpoint directory"):
+        load_classifier("/nonexistent/model/dir", device="cpu")
+    with pytest.raises(ModelLoadError):
+        resolve_model_name("")
+
+
+def test_default_model_delegates_to_blockmodel():
+    try:
+        from pulpie_spark.blockmodel import load_default  # noqa: F401
+    except ImportError:
+        with pytest.raises(ModelLoadError, match="blockmodel"):
+            load_classifier("default")
+        return
+    try:
+        model = load_classifier("default", device="cpu")
+    except ModelLoadError as exc:   # e.g. weights not trained/shipped yet: a clear error, not a crash
+        assert "default model" in str(exc)
+        return
+    assert isinstance(model.model_id, str) and model.model_id
+    probs = model.predict_proba([["<p _item_id=\"1\">Hello world, this is a page.</p>"], []])
+    assert len(probs[0]) == 1 and len(probs[1]) == 0
+
+
+def _expected_label(block: str, max_tokens: int) -> int:
+    words = block.split()
+    budget = max_tokens - 2          # BOS and EOS
+    kept = words[: budget - 1] if len(words) + 1 > budget else words
+    return int(bool(kept) and kept[-1] == MARKER)
+
+
+def _random_pages(seed: int, n_pages: int):
+    rng = random.Random(seed)
+    plain = [w for w in WORDS[:20]]
+    pages = []
+    for _ in range(n_pages):
+        blocks = []
+        for _ in range(rng.randint(0, 9)):
+            words = [rng.choice(plain) for _ in range(rng.randint(0, 6))]
+            if rng.random() < 0.4:
+                words.append(MARKER)
+            elif rng.random() < 0.2:
+                words.insert(0, MARKER)   # a marker that is not last must not count
+            blocks.append(" ".join(words))
+        pages.append(blocks)
+    return pages
+
+
+@pytest.mark.parametrize("max_tokens,batch_tokens", [(8192, 16384), (12, 36), (9, 18)])
+def test_rigged_labels_land_on_their_blocks(rigged_dir, max_tokens, batch_tokens):
+    clf = load_hf_classifier(str(rigged_dir), device="cpu", max_tokens=max_tokens,
+                             batch_tokens=batch_tokens)
+    pages = _random_pages(seed=max_tokens, n_pages=40 if max_tokens > 100 else 14)
+    pages.append(["alpha " * 30 + MARKER, "beta " + MARKER])   # first block is cut: other
+    labels = clf.predict(pages)
+    expected = [[_expected_label(b, max_tokens) for b in blocks] for blocks in pages]
+    assert labels == expected
+    assert labels[-1] == ([1, 1] if max_tokens > 40 else [0, 1])
+    assert sum(map(sum, expected)) > 8   # the rig really produces both labels
+    chunks, _ = clf.chunk_pages(pages)
+    if max_tokens < 20:
+        assert len(chunks) > len([p for p in pages if p])   # pages really span chunks
+
+
+def test_batching_does_not_change_probabilities(rigged_dir, random_dir):
+    pages = _random_pages(seed=7, n_pages=10)
+    for directory in (rigged_dir, random_dir):
+        big = load_hf_classifier(str(directory), device="cpu", max_tokens=16, batch_tokens=4096)
+        small = load_hf_classifier(str(directory), device="cpu", max_tokens=16, batch_tokens=16)
+        for x, y in zip(big.predict_proba(pages), small.predict_proba(pages)):
+            assert x.dtype == np.float32
+            np.testing.assert_allclose(x, y, rtol=0, atol=1e-5)
+        assert big.predict_proba(pages)[0].tobytes() == big.predict_proba(pages)[0].tobytes()
+
+
+def test_empty_and_bad_inputs(rigged_dir):
+    clf = load_hf_classifier(str(rigged_dir), device="cpu")
+    out = clf.predict_proba([[], ["alpha " + MARKER, None], [""]])
+    assert [len(x) for x in out] == [0, 2, 1]
+    assert clf.predict([[]]) == [[]]
+    assert clf.predict([]) == []

@@ -1,0 +1,127 @@
+"""The Python API: Extractor over simplify -> classifier -> reconstruct -> Markdown."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pulpie_spark.classify.base import probs_to_labels
+from pulpie_spark.extractor import Extraction, Extractor
+from pulpie_spark.simplify import block_text, simplify
+
+ARTICLE = """<html><head><title>t</title></head><body>
+<nav><a href="/">Home</a> <a href="/about">About</a></nav>
+<div class="menu"><p>Menu entry one</p></div>
+<article><h1>Quark matter</h1>
+<p>Under extreme conditions quarks may become <b>deconfined</b> and exist as free particles.</p>
+<p>This phase of matter is called quark-gluon plasma.</p></article>
+<footer><p>Copyright 2025 Example</p></footer></body></html>"""
+
+
+class KeywordClassifier:
+    """Labels a block main when its text mentions quarks: tests wiring, not a model."""
+
+    model_id = "test/keyword"
+
+    def __init__(self, fail_on: str | None = None):
+        self.calls = 0
+        self.fail_on = fail_on
+
+    def predict_proba(self, pages, paths=None):
+        self.calls += 1
+        if self.fail_on and any(self.fail_on in b for page in pages for b in page):
+            raise RuntimeError("cannot classify")
+        return [np.array([0.9 if "quark" in block_text(b).lower() else 0.1 for b in page],
+                         dtype=np.float32) for page in pages]
+
+    def predict(self, pages, paths=None):
+        return probs_to_labels(self.predict_proba(pages, paths))
+
+
+class NothingIsMain(KeywordClassifier):
+    def predict_proba(self, pages, paths=None):
+        return [np.zeros(len(p), dtype=np.float32) for p in pages]
+
+
+@pytest.fixture(scope="module")
+def real_page(data_dir):
+    return (data_dir / "cls_daringfireball-1.html").read_bytes()
+
+
+def test_public_import():
+    import pulpie_spark
+
+    assert pulpie_spark.Extractor is Extractor
+
+
+def test_extract_keeps_main_blocks_only():
+    result = Extractor(classifier=KeywordClassifier()).extract(ARTICLE)
+    blocks = simplify(ARTICLE).blocks
+    assert isinstance(result, Extraction)
+    assert result.n_blocks == len(blocks) == len(result.labels)
+    expected = [int("quark" in block_text(b).lower()) for b in blocks]
+    assert result.labels == expected and result.n_main == sum(expected) >= 2
+    assert "deconfined" in result.markdown and "quark-gluon plasma" in result.markdown
+    assert "**deconfined**" in result.markdown and "**" not in result.text
+    assert "Menu entry" not in result.markdown and "Copyright" not in result.markdown
+    assert "deconfined" in result.html and "Copyright" not in result.html
+    assert result.model_id == "test/keyword" and result.error is None and not result.fallback_used
+
+
+def test_batch_is_one_model_call_and_keeps_order(real_page):
+    classifier = KeywordClassifier()
+    extractor = Extractor(classifier=classifier)
+    inputs = [ARTICLE, None, "", real_page, ARTICLE.encode("utf-8")]
+    results = extractor.extract_batch(inputs)
+    assert classifier.calls == 1
+    assert len(results) == len(inputs)
+    assert results[0].labels == results[4].labels and results[0].markdown == results[4].markdown
+    assert results[1].error and results[1].n_blocks == 0 and results[1].labels == []
+    assert results[2].n_blocks == 0 and results[2].markdown == ""
+    assert results[3].n_blocks == len(simplify(real_page).blocks) > 10
+    single = [extractor.extract(x) for x in inputs]
+    assert [r.labels for r in single] == [r.labels for r in results]
+
+
+def test_failing_page_gets_error_others_survive():
+    extractor = Extractor(classifier=KeywordClassifier(fail_on="Copyright"))
+    results = extractor.extract_batch([ARTICLE, "<html><body><p>quark soup recipe</p></body></html>"])
+    assert results[0].error.startswith("classify_failed")
+    assert results[1].error is None and "quark soup" in results[1].markdown
+
+
+def test_trafilatura_fallback_on_empty_output(real_page):
+    plain = Extractor(classifier=NothingIsMain()).extract(real_page)
+    assert plain.markdown == "" and not plain.fallback_used and plain.n_main == 0
+    rescued = Extractor(classifier=NothingIsMain(), fallback="trafilatura").extract(real_page)
+    assert rescued.fallback_used and rescued.fallback_reason == "empty_output"
+    assert "Daring Fireball is written and produced by John Gruber" in rescued.text
+    assert rescued.markdown.strip() and rescued.error is None
+    assert rescued.labels == plain.labels   # the model's labels are still reported
+
+
+def test_fallback_on_page_without_blocks_records_reason():
+    html = "<html><body><script>var x = 1;</script></body></html>"
+    result = Extractor(classifier=KeywordClassifier(), fallback="trafilatura").extract(html)
+    assert result.n_blocks == 0 and result.fallback_reason in {"no_blocks", "error"}
+    assert not result.fallback_used and "fallback" in result.error   # trafilatura found nothing either
+
+
+def test_bad_fallback_name():
+    with pytest.raises(ValueError):
+        Extractor(classifier=KeywordClassifier(), fallback="readability")
+
+
+def test_extractor_with_real_tiny_model(tmp_path, real_page):
+    pytest.importorskip("torch")
+    from helpers_models import save_tiny_classifier
+
+    directory = save_tiny_classifier(tmp_path / "tiny", seed=5)
+    extractor = Extractor(model=str(directory), device="cpu", max_tokens=64)
+    results = extractor.extract_batch([real_page, ARTICLE])
+    again = extractor.extract_batch([real_page, ARTICLE])
+    for result, repeat in zip(results, again):
+        assert result.error is None and result.model_id == str(directory)
+        assert len(result.labels) == result.n_blocks > 0 and set(result.labels) <= {0, 1}
+        assert result.labels == repeat.labels and result.markdown == repeat.markdown
+    assert [extractor.extract(real_page).labels] == [results[0].labels]

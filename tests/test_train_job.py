@@ -1,0 +1,64 @@
+"""jobs/train.py on a tiny table: Spark feature cache, training, TorchDistributor local mode."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pandas as pd
+import pytest
+
+from tests.conftest import ROOT
+
+
+def _train_job():
+    spec = importlib.util.spec_from_file_location("pulpie_train_job", ROOT / "jobs" / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.TrainJob()
+
+
+def _args(job, tmp_path, data_dir, *extra):
+    return job.build_parser().parse_args([
+        "--input", str(data_dir / "model_pages.parquet"), "--output", str(tmp_path / "model"),
+        "--features-cache", str(tmp_path / "cache.parquet"), "--epochs", "2", "--batch-pages", "2",
+        "--hidden", "16", "--embed-dim", "8", "--buckets", "2048", *extra])
+
+
+def test_train_job_builds_cache_prints_coverage_and_saves_model(spark, tmp_path, data_dir, capsys):
+    from pulpie_spark.blockmodel.model import DefaultBlockClassifier, load_model
+
+    job = _train_job()
+    assert job.run(spark, _args(job, tmp_path, data_dir)) == 0
+    out = capsys.readouterr().out
+    assert "label coverage" in out and "wcxb" in out and "mozilla_readability" in out
+    cache = pd.read_parquet(tmp_path / "cache.parquet")
+    assert len(cache) == 6                       # every input page has a row, kept or not
+    assert set(cache["split"]) == {"train", "dev"}
+    kept = cache[cache["kept"]]
+    assert len(kept) >= 3 and (kept["n_blocks"] > 0).all()
+    assert all(len(r.labels) == r.n_blocks for r in kept.itertuples())
+    report = json.loads((tmp_path / "model" / "training_report.json").read_text())
+    assert report["train_pages"] + report["dev_pages"] == len(kept)
+    assert len(report["history"]) == 2
+    model = DefaultBlockClassifier(load_model(tmp_path / "model"))
+    probs = model.predict_proba([["<p _item_id=\"1\">Some text here.</p>"]])
+    assert probs[0].shape == (1,)
+
+    # same cache + seed -> byte-identical weights
+    first = (tmp_path / "model" / "model.safetensors").read_bytes()
+    args = _args(job, tmp_path, data_dir, "--reuse-cache")
+    args.output = str(tmp_path / "model2")
+    assert job.run(spark, args) == 0
+    assert (tmp_path / "model2" / "model.safetensors").read_bytes() == first
+
+
+def test_train_job_through_torch_distributor_local_mode(spark, tmp_path, data_dir, capsys):
+    pytest.importorskip("pyspark.ml.torch.distributor")
+    job = _train_job()
+    args = _args(job, tmp_path, data_dir, "--distributor", "torch", "--num-processes", "1", "--local-mode",
+                 "--epochs", "1")
+    assert job.run(spark, args) == 0
+    report = json.loads((tmp_path / "model" / "training_report.json").read_text())
+    assert report["world_size"] == 1 and report["best_epoch"] == 1
+    assert (tmp_path / "model" / "model.safetensors").is_file()
