@@ -51,6 +51,10 @@ TARGET_PAGES_PER_S = 150.0           # issue 3 target on one H200
 
 
 # ----------------------------------------------------------------------------- pages
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
 def load_pages(data: Path, n_pages: int) -> list[bytes]:
     import pyarrow.parquet as pq
 
@@ -261,13 +265,15 @@ def main(argv=None) -> int:
                         help="segmentation processes")
     parser.add_argument("--pages-per-call", type=int, default=256, help="pages per model call")
     parser.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per forward")
-    parser.add_argument("--max-tokens", type=int, default=8192)
+    parser.add_argument("--max-tokens", type=int, default=None,
+                        help="chunk length (default 8192; 512 with --tiny: CPU attention is quadratic)")
     parser.add_argument("--vocab", type=int, default=None, help="BPE vocab (default 50000; 2000 with --tiny)")
     parser.add_argument("--anchor-pages", type=int, default=None, help="default 100; 10 with --tiny")
     parser.add_argument("--save-pages", type=Path, default=None, help="write the pages used to DIR/pages.parquet")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "gpu_encoder.json")
     args = parser.parse_args(argv)
     n_pages = args.pages or (40 if args.tiny else 2000)
+    args.max_tokens = args.max_tokens or (512 if args.tiny else 8192)
     anchor_pages = args.anchor_pages if args.anchor_pages is not None else (10 if args.tiny else 100)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
@@ -276,6 +282,7 @@ def main(argv=None) -> int:
 
     t_setup = time.perf_counter()
     pages = load_pages(args.data, n_pages)
+    log(f"loaded {len(pages)} pages from {args.data}")
     if args.save_pages:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -295,8 +302,11 @@ def main(argv=None) -> int:
         # Tokenizer training data: the blocks of the first pages (what the model reads).
         sample = [b for blocks, _, _ in pool.imap(segment, pages[: min(200, n_pages)], chunksize=4)
                   for b in blocks]
+        log(f"segmented {len(sample)} blocks for the tokenizer")
         tokenizer = train_tokenizer(sample, args.vocab or (2000 if args.tiny else 50000), work)
+        log("tokenizer trained")
         n_params = save_model(work, tokenizer, args.tiny)
+        log(f"model saved ({n_params / 1e6:.1f}M params)")
         clf = load_hf_classifier(str(work), device=device, max_tokens=args.max_tokens,
                                  batch_tokens=args.batch_tokens, model_id="bench/eurobert-210m-random")
         chars = sum(len(b) for b in sample)
@@ -306,6 +316,7 @@ def main(argv=None) -> int:
         _sync(device)
         setup_s = time.perf_counter() - t_setup
 
+        log("model loaded and warm")
         sampler = GpuSampler(device)
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()
@@ -315,6 +326,7 @@ def main(argv=None) -> int:
         sampler.stop()
         gpu = sampler.summary(run["start"], run["end"])
 
+        log(f"pipeline done: {n_pages / run['wall_s']:.2f} pages/s")
         # Anchor and batched model-only rate on the same pre-segmented pages.
         anchor_blocks = [b for b, _, _ in pool.imap(segment, pages[:anchor_pages], chunksize=4)]
         anchor_s = run_sequential_anchor(clf, anchor_blocks)

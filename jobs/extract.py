@@ -21,6 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pulpie_spark.cli import SparkJob, run_job  # noqa: E402
 from pulpie_spark.resources import SAMPLE_WARC  # noqa: E402
 
+# GPUs per classify task, from a preset (conf/*-gpu.conf) when --gpu-amount is not given.
+GPU_AMOUNT_CONF = "spark.pulpie.classify.gpuAmount"
+
 
 class ExtractJob(SparkJob):
     name = "pulpie-extract"
@@ -39,7 +42,7 @@ class ExtractJob(SparkJob):
         parser.add_argument("--images", action="store_true", help="keep ![alt](src) images in Markdown")
         parser.add_argument("--device", default=None, help="classifier device (cpu, cuda); default: auto")
         parser.add_argument("--gpu-amount", type=float, default=None,
-                            help="GPUs per classify task (stage-level profile); default: from the cluster conf")
+                            help=f"GPUs per classify task (stage-level profile); default: {GPU_AMOUNT_CONF}, else the cluster's task GPU amount")
         parser.add_argument("--batch-tokens", type=int, default=None, help="classifier token budget per batch")
         parser.add_argument("--mode", default="overwrite", choices=["overwrite", "append", "error", "ignore"],
                             help="save mode for output and rejects")
@@ -51,8 +54,11 @@ class ExtractJob(SparkJob):
         from pulpie_spark.pipeline.inputs import load_input
 
         df = load_input(spark, args.input, args.input_format)
+        gpu_amount = args.gpu_amount
+        if gpu_amount is None and spark.conf.get(GPU_AMOUNT_CONF, None):
+            gpu_amount = float(spark.conf.get(GPU_AMOUNT_CONF))
         options = ExtractOptions(model=args.model, keep_main_html=args.keep_main_html, links=args.links,
-                                 images=args.images, device=args.device, gpu_amount=args.gpu_amount,
+                                 images=args.images, device=args.device, gpu_amount=gpu_amount,
                                  batch_tokens=args.batch_tokens)
         summary = run_extract(df, args.output, fmt=args.format, rejects=args.rejects, options=options,
                               mode=args.mode)

@@ -41,7 +41,7 @@ EXAMPLE_SCHEMA = ("source string, page_id string, split string, kept boolean, go
                   "words array<int>, teacher array<float>")
 
 
-def _examples_udf(teacher_name: str | None, min_recall: float):
+def _examples_udf(teacher_name: str | None, min_recall: float, n_buckets: int):
     def fn(batches):
         import pandas as pd
 
@@ -53,7 +53,8 @@ def _examples_udf(teacher_name: str | None, min_recall: float):
 
             teacher = load_classifier(teacher_name)
         for pdf in batches:
-            frame = build_examples(pdf, min_recall=min_recall, keep_unconfident=True, teacher=teacher)
+            frame = build_examples(pdf, min_recall=min_recall, keep_unconfident=True, teacher=teacher,
+                                   n_buckets=n_buckets)
             frame["n_blocks"] = frame["n_blocks"].astype("int32")
             yield frame[["source", "page_id", "split", "kept", "gold_recall", "error", "n_blocks", "ids",
                          "numeric", "labels", "words", "teacher"]]
@@ -106,7 +107,8 @@ class TrainJob(SparkJob):
             df = df.withColumn("split", F.when(F.crc32(F.col("page_id")) % 10 == 0, "dev").otherwise("train"))
         keep = [c for c in ("source", "page_id", "split", "html", "gold_text", "labels", "declared_charset")
                 if c in df.columns]
-        out = df.select(*keep).mapInPandas(_examples_udf(args.teacher, args.min_recall), EXAMPLE_SCHEMA)
+        out = df.select(*keep).mapInPandas(_examples_udf(args.teacher, args.min_recall, args.buckets),
+                                                 EXAMPLE_SCHEMA)
         out.write.mode("overwrite").parquet(args.features_cache)
 
     def run(self, spark, args) -> int:

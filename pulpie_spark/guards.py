@@ -52,6 +52,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import re
 import resource
 import signal
 import sys
@@ -68,12 +69,22 @@ REASON_OUT_OF_MEMORY = "out_of_memory"
 REASON_RECURSION = "recursion_limit"
 REASON_NULL = "html_null"
 REASON_EMPTY = "html_empty"
+REASON_TOO_DEEP = "html_too_deep"
+REASON_TOO_MANY_ATTRIBUTES = "html_too_many_attributes"
 
 DEFAULT_MAX_HTML_BYTES = 10 * 1024 * 1024
 DEFAULT_PAGE_SECONDS = 30.0
+# lexbor (selectolax) checks element scope by walking the open-element stack, so its
+# parse time grows with depth squared: measured 0.8 s of CPU at 16,000 nested divs,
+# about a minute at 100,000 -- inside C, where no deadline can interrupt it. Browsers
+# stop nesting at 512 (Blink); 10,000 keeps a worst-case parse near 0.3 s.
+DEFAULT_MAX_HTML_DEPTH = 10_000
+# Duplicate-attribute checks are quadratic too: 20,000 attributes on one tag take 1 s.
+DEFAULT_MAX_ATTRIBUTES = 5_000
 
 ENV_MAX_HTML_BYTES = "PULPIE_MAX_HTML_BYTES"
 ENV_PAGE_SECONDS = "PULPIE_PAGE_TIMEOUT_S"
+ENV_MAX_HTML_DEPTH = "PULPIE_MAX_HTML_DEPTH"
 
 
 class DeadlineExceeded(TimeoutError):
@@ -115,6 +126,11 @@ def page_seconds() -> float:
     return float(_env_number(ENV_PAGE_SECONDS, DEFAULT_PAGE_SECONDS, float))
 
 
+def max_html_depth() -> int:
+    """The nesting limit now: ``PULPIE_MAX_HTML_DEPTH`` if set, else 10,000."""
+    return int(_env_number(ENV_MAX_HTML_DEPTH, DEFAULT_MAX_HTML_DEPTH, int))
+
+
 # The limit as configured when the module was imported (the contract's constant).
 MAX_HTML_BYTES: int = max_html_bytes()
 
@@ -152,6 +168,104 @@ def check_html_size(html: bytes | bytearray | memoryview | str | None,
         if 4 * len(html) <= limit:  # and at most four
             return None
     return REASON_TOO_LARGE if html_num_bytes(html) > limit else None
+
+
+# Elements that never stay open (void) or that the parser closes implicitly when a
+# sibling starts (p, li, td, ...): they do not deepen the open-element stack.
+_NO_DEPTH = frozenset(
+    "area base br col embed hr img input link meta param source track wbr keygen basefont bgsound "
+    "frame image isindex spacer "
+    "p li dt dd option optgroup tr td th tbody thead tfoot colgroup caption rb rt rtc rp html head body".split())
+# Comments and raw-text elements are skipped whole (their "<x" is not markup);
+# an unclosed one runs to the end of the page, as in a browser.
+_NO_DEPTH_BYTES = frozenset(t.encode() for t in _NO_DEPTH)
+_MARKUP = (r"<!--.*?(?:-->|\Z)"
+           r"|<(script|style|textarea|title|xmp|plaintext|noembed|noframes)\b[^>]*>.*?(?:</\1\s*>|\Z)"
+           r"|<(/?)([a-zA-Z][a-zA-Z0-9:_-]*)([^>]*)")
+_MARKUP_STR = re.compile(_MARKUP, re.S | re.I)
+_MARKUP_BYTES = re.compile(_MARKUP.encode(), re.S | re.I)
+# One attribute: a name, optionally = and a quoted or bare value.
+_ATTRIBUTE = r"""[^\s"'=<>/]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]*))?"""
+_ATTRIBUTE_STR = re.compile(_ATTRIBUTE)
+_ATTRIBUTE_BYTES = re.compile(_ATTRIBUTE.encode())
+
+
+def _long_tag(min_chars: int, is_bytes: bool):
+    pattern = r"<[a-zA-Z][^>]{%d,}" % min_chars
+    return re.compile(pattern.encode() if is_bytes else pattern)
+
+
+def html_structure(html: bytes | bytearray | memoryview | str | None,
+                   attribute_tags_over: int = 0) -> tuple[int, int]:
+    """(maximum nesting depth, most attributes on one tag), estimated in one linear scan.
+
+    Simulates the parser's stack of open elements by tag name: a start tag pushes
+    (except void and implicitly closed elements), an end tag pops up to its matching
+    element, a stray end tag is ignored. Comments, scripts and styles are skipped.
+    Attributes are counted only in tags longer than ``attribute_tags_over`` chars.
+    Works on bytes without decoding (tags are ASCII in every charset we read)."""
+    if html is None:
+        return 0, 0
+    if isinstance(html, (bytearray, memoryview)):
+        html = bytes(html)
+    if isinstance(html, bytes):
+        markup, attribute, no_depth, slash = _MARKUP_BYTES, _ATTRIBUTE_BYTES, _NO_DEPTH_BYTES, b"/"
+    else:
+        markup, attribute, no_depth, slash = _MARKUP_STR, _ATTRIBUTE_STR, _NO_DEPTH, "/"
+    stack: list = []
+    open_count: dict = {}
+    max_depth = 0
+    max_attrs = 0
+    for match in markup.finditer(html):
+        name = match.group(3)
+        if name is None:  # a comment or a raw-text element
+            continue
+        name = name.lower()
+        body = match.group(4)
+        if len(body) > attribute_tags_over:
+            max_attrs = max(max_attrs, sum(1 for _ in attribute.finditer(body)))
+        if name in no_depth:
+            continue
+        if match.group(2) == slash:
+            if open_count.get(name):
+                while stack:
+                    top = stack.pop()
+                    open_count[top] -= 1
+                    if top == name:
+                        break
+        else:
+            stack.append(name)
+            open_count[name] = open_count.get(name, 0) + 1
+            if len(stack) > max_depth:
+                max_depth = len(stack)
+    return max_depth, max_attrs
+
+
+def check_html_structure(html, max_depth: int | None = None,
+                         max_attributes: int | None = None) -> str | None:
+    """``"html_too_deep"`` / ``"html_too_many_attributes"`` when the page would make
+    the HTML parser run for minutes in C code (beyond any deadline), else None.
+    ``max_depth`` defaults to :func:`max_html_depth`."""
+    depth_limit = max_html_depth() if max_depth is None else int(max_depth)
+    attr_limit = DEFAULT_MAX_ATTRIBUTES if max_attributes is None else int(max_attributes)
+    if html is None:
+        return None
+    if isinstance(html, memoryview):
+        html = bytes(html)
+    # Cheap tests first: a page with no more "<" than the depth limit cannot be deeper,
+    # and a tag needs at least 2 characters per attribute (name and separator).
+    is_bytes = isinstance(html, (bytes, bytearray))
+    deep_possible = html.count(b"<" if is_bytes else "<") > depth_limit
+    long_tag_over = 2 * attr_limit
+    many_attrs_possible = _long_tag(long_tag_over, is_bytes).search(html) is not None
+    if not deep_possible and not many_attrs_possible:
+        return None
+    depth, attrs = html_structure(html, attribute_tags_over=long_tag_over)
+    if depth > depth_limit:
+        return REASON_TOO_DEEP
+    if attrs > attr_limit:
+        return REASON_TOO_MANY_ATTRIBUTES
+    return None
 
 
 def deadline_mechanism() -> str:
@@ -258,23 +372,37 @@ def reason_for_exception(exc: BaseException) -> str:
 
 
 def guard_page(fn: Callable[..., T], html: Any, *args: Any, seconds: float | None = None,
-               max_bytes: int | None = None, **kwargs: Any) -> tuple[T | None, str | None]:
-    """Run ``fn(html, *args, **kwargs)`` under the size and time guards.
+               max_bytes: int | None = None, max_depth: int | None = None,
+               **kwargs: Any) -> tuple[T | None, str | None]:
+    """Run ``fn(html, *args, **kwargs)`` under the size, structure and time guards.
 
     Returns ``(result, None)`` or ``(None, reason)``: ``"html_null"``,
-    ``"html_too_large"``, ``"timeout"``, ``"out_of_memory"``, ``"recursion_limit"``
-    or ``"error:<Type>: <message>"``. Never raises an ``Exception``.
-    ``seconds`` defaults to :func:`page_seconds`."""
+    ``"html_too_large"``, ``"html_too_deep"``, ``"html_too_many_attributes"``,
+    ``"timeout"``, ``"out_of_memory"``, ``"recursion_limit"`` or
+    ``"error:<Type>: <message>"``. Never raises an ``Exception``.
+    ``seconds`` defaults to :func:`page_seconds` and covers the structure scan too."""
     if html is None:
         return None, REASON_NULL
     reason = check_html_size(html, max_bytes)
     if reason is not None:
         return None, reason
+    rejected: list[str] = []
+
+    def checked_call():
+        why = check_html_structure(html, max_depth)
+        if why is not None:
+            rejected.append(why)
+            return None
+        return fn(html, *args, **kwargs)
+
     try:
         limit = page_seconds() if seconds is None else seconds
-        return call_with_deadline(fn, html, *args, seconds=limit, **kwargs), None
+        result = call_with_deadline(checked_call, seconds=limit)
     except Exception as exc:  # MemoryError and RecursionError are Exceptions too
         return None, reason_for_exception(exc)
+    if rejected:
+        return None, rejected[0]
+    return result, None
 
 
 def peak_rss_bytes() -> int:
@@ -295,7 +423,9 @@ def current_rss_bytes() -> int:
 __all__ = [
     "DeadlineExceeded", "MAX_HTML_BYTES", "DEFAULT_MAX_HTML_BYTES", "DEFAULT_PAGE_SECONDS",
     "REASON_TOO_LARGE", "REASON_TIMEOUT", "REASON_OUT_OF_MEMORY", "REASON_RECURSION",
-    "REASON_NULL", "REASON_EMPTY", "call_with_deadline", "check_html_size", "deadline_mechanism",
+    "REASON_NULL", "REASON_EMPTY", "REASON_TOO_DEEP", "REASON_TOO_MANY_ATTRIBUTES", "DEFAULT_MAX_HTML_DEPTH",
+    "call_with_deadline", "check_html_size", "check_html_structure", "deadline_mechanism", "html_structure",
+    "max_html_depth",
     "guard_page", "html_num_bytes", "max_html_bytes", "page_seconds", "peak_rss_bytes",
     "current_rss_bytes", "reason_for_exception",
 ]

@@ -15,7 +15,7 @@ touch storage, so every stage gets the same behaviour:
   also holds files that earlier versions removed.
 
 Which Delta writer is used can be forced with the Spark property
-``pulpie.delta.writer`` = ``auto`` (default) | ``spark`` | ``delta-rs``.
+``spark.pulpie.delta.writer`` = ``auto`` (default) | ``spark`` | ``delta-rs``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 FORMATS = ("parquet", "delta")
 MODES = ("overwrite", "append", "error", "errorifexists", "ignore")
-DELTA_WRITER_CONF = "pulpie.delta.writer"
+DELTA_WRITER_CONF = "spark.pulpie.delta.writer"
 
 # One probe per SparkContext: the classpath does not change while it lives.
 _spark_delta_cache: dict[str, bool] = {}
@@ -85,7 +85,7 @@ def path_exists(spark, path: str) -> bool:
 def spark_has_delta(spark) -> bool:
     """Whether Spark itself can write ``format("delta")`` (Delta data source on the classpath).
 
-    Decided once per SparkContext. ``pulpie.delta.writer`` overrides the probe.
+    Decided once per SparkContext. ``spark.pulpie.delta.writer`` overrides the probe.
     """
     forced = (spark.conf.get(DELTA_WRITER_CONF, "auto") or "auto").lower()
     if forced == "spark":

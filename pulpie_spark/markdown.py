@@ -4,8 +4,10 @@
 ``reconstruct.main_html`` rebuilds (or any HTML) into text for pretraining.
 Both share one renderer: selectolax (Lexbor) parses, and one iterative walk with
 an explicit stack of frames turns the DOM into blocks (paragraphs, headings,
-lists, tables, code, math, quotes). No Python recursion anywhere, so 100,000-deep
-nesting costs what a flat page of the same size costs.
+lists, tables, code, math, quotes). No recursion over the DOM, so 100,000-deep
+nesting costs the walk what a flat page of the same size costs. (Lexbor's own parse
+of deeply nested *block* tags such as ``<div>`` is quadratic - about 1 s for 20,000
+levels - which the per-page deadline of ``guards`` bounds.)
 
 Why the walk looks the way it does:
 
@@ -21,6 +23,10 @@ Why the walk looks the way it does:
   ``>``, ``-``/``+``/``*``, ``1.``, thematic breaks, setext underlines, ``~~~``)
   at the start of a line.
 * Whitespace is collapsed the way a browser collapses it, except inside ``<pre>``.
+* Math becomes TeX: the TeX annotation of MathML (also inside KaTeX, MathJax 3 and
+  MediaWiki markup), else ``alttext``, else presentation MathML converted to TeX
+  (scripts, fractions, roots, accents, matrices); MathJax 2 ``script[type^=math/tex]``
+  and pandoc's ``span.math`` give their source; ``$...$`` inline, ``$$...$$`` display.
 * What a reader does not see is not rendered: ``script style noscript template
   head nav svg select`` and elements hidden by inline style or ``hidden`` (the
   inline-style rules of docs/block-format.md), except math sources
@@ -100,6 +106,9 @@ _BREAK = ("break",)
 # --- regular expressions -------------------------------------------------------------
 
 _WS = re.compile(r"[ \t\n\r\f]+")
+# Spaces that must not end up inside emphasis markers or at a paragraph's edges
+# (no-break and zero-width spaces are invisible there).
+_EDGE_SPACE = " \n\xa0\u200b"
 _SPACES = re.compile(r" {2,}")
 _SPACES_AROUND_NL = re.compile(r" *\n *")
 _MANY_NL = re.compile(r"\n{3,}")
@@ -191,12 +200,9 @@ def html_to_text(html: str) -> str:
 # --- helpers ---------------------------------------------------------------------------
 
 
-def _classes(attrs: dict) -> str:
-    return attrs.get("class") or ""
-
-
 def _is_hidden(attrs: dict) -> bool:
-    if "hidden" in attrs:
+    hidden = attrs.get("hidden", False)
+    if hidden is not False and (hidden or "").lower() != "until-found":  # until-found: findable
         return True
     style = attrs.get("style")
     return bool(style) and _HIDDEN_STYLE.search(style) is not None
@@ -297,14 +303,120 @@ def _mathml_tex(math_node) -> str:
     alttext = (math_node.attributes.get("alttext") or "").strip()
     if alttext:
         return alttext
-    parts = []
-    for node in math_node.traverse(include_text=True):
-        if node.is_text_node:
-            parent = node.parent
-            if parent is not None and parent.tag in ("annotation", "annotation-xml"):
-                continue
-            parts.append(node.text_content or "")
-    return _WS.sub(" ", "".join(parts)).strip()
+    return _mathml_to_tex(math_node)
+
+
+_MATHML_TOKENS = frozenset({"mi", "mn", "mo", "mtext", "ms"})
+_MATHML_SKIP = frozenset({"annotation", "annotation-xml", "mphantom", "none", "mprescripts"})
+_TEX_FUNCTIONS = frozenset(
+    "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln lg exp lim liminf "
+    "limsup max min sup inf det dim ker gcd deg arg Pr".split()
+)
+_TEX_OPERATORS = {
+    "\u2211": "\\sum", "\u220f": "\\prod", "\u222b": "\\int", "\u222e": "\\oint",
+    "\u2264": "\\le", "\u2265": "\\ge", "\u2260": "\\ne", "\u00d7": "\\times",
+    "\u22c5": "\\cdot", "\u00b7": "\\cdot", "\u2192": "\\to", "\u221e": "\\infty",
+    "\u00b1": "\\pm", "\u2212": "-", "\u2208": "\\in", "\u2248": "\\approx",
+    "\u2202": "\\partial", "\u2207": "\\nabla", "\u2061": "", "\u2062": "", "\u2063": "",
+    "\u2064": "",
+}
+_TEX_ACCENTS = {"^": "\\hat", "\u02c6": "\\hat", "\u00af": "\\overline", "\u203e": "\\overline",
+                "\u2192": "\\vec", "\u20d7": "\\vec", "~": "\\tilde", "\u02dc": "\\tilde",
+                "\u02d9": "\\dot", ".": "\\dot", "\u00a8": "\\ddot", "\\to": "\\vec"}
+# A letter right after a command or a one-character script would change its meaning
+# (\alphax) or read badly (a^na_i): a space goes between.
+_TEX_NEEDS_SPACE = re.compile(r"\\[A-Za-z]+$|[\^_][A-Za-z0-9]$")
+
+
+def _tex_group(tex: str) -> str:
+    tex = tex.strip()
+    if len(tex) == 1 or re.fullmatch(r"\\[A-Za-z]+|[0-9]", tex):
+        return tex
+    return "{" + tex + "}"
+
+
+def _tex_join(parts: list) -> str:
+    out = ""
+    for part in parts:
+        if not part:
+            continue
+        if out and part[0].isalnum() and _TEX_NEEDS_SPACE.search(out):
+            out += " "
+        out += part
+    return out
+
+
+def _mathml_combine(tag: str, node, parts: list) -> str:
+    if tag in _MATHML_TOKENS:
+        text = _WS.sub(" ", "".join(parts)).strip()
+        if tag == "mo":
+            return _TEX_OPERATORS.get(text, text)
+        if tag == "mi" and text in _TEX_FUNCTIONS:
+            return "\\" + text
+        if tag == "mtext":
+            return "\\text{" + text + "}" if text else " "
+        return text
+    parts = [part for part in parts if part is not None]
+    if tag == "mspace":
+        return " "
+    if tag in ("msup", "msub", "mfrac", "mroot", "mover", "munder") and len(parts) == 2:
+        base, script = parts
+        if tag == "msup":
+            return _tex_group(base) + "^" + _tex_group(script)
+        if tag == "msub":
+            return _tex_group(base) + "_" + _tex_group(script)
+        if tag == "mfrac":
+            return "\\frac{" + base.strip() + "}{" + script.strip() + "}"
+        if tag == "mroot":
+            return "\\sqrt[" + script.strip() + "]{" + base.strip() + "}"
+        if tag == "mover":
+            accent = _TEX_ACCENTS.get(script.strip())
+            if accent:
+                return accent + "{" + base.strip() + "}"
+            return "\\overset{" + script.strip() + "}{" + base.strip() + "}"
+        if base.startswith("\\") or base in _TEX_FUNCTIONS:  # \sum, \lim: limits below
+            return base + "_" + _tex_group(script)
+        return "\\underset{" + script.strip() + "}{" + base.strip() + "}"
+    if tag in ("msubsup", "munderover") and len(parts) == 3:
+        return _tex_group(parts[0]) + "_" + _tex_group(parts[1]) + "^" + _tex_group(parts[2])
+    if tag == "msqrt":
+        return "\\sqrt{" + _tex_join(parts).strip() + "}"
+    if tag == "mfenced":
+        attrs = node.attributes
+        opening = attrs.get("open", "(")
+        closing = attrs.get("close", ")")
+        separator = (attrs.get("separators") or ",").strip()[:1]
+        return opening + separator.join(parts) + closing
+    if tag == "mtable":
+        return "\\begin{matrix}" + " \\\\ ".join(parts) + "\\end{matrix}"
+    if tag in ("mtr", "mlabeledtr"):
+        return " & ".join(parts[1:] if tag == "mlabeledtr" else parts)
+    return _tex_join(parts)
+
+
+def _mathml_to_tex(math_node) -> str:
+    """TeX of presentation MathML (fractions, scripts, roots, accents, matrices, fences),
+    built bottom-up with an explicit stack."""
+    stack = [[math_node, math_node.first_child, [], True]]
+    while stack:
+        frame = stack[-1]
+        child = frame[1]
+        if child is None:
+            stack.pop()
+            node = frame[0]
+            tex = _mathml_combine(node.tag, node, frame[2])
+            if not stack:
+                return _WS.sub(" ", tex).strip()
+            stack[-1][2].append(tex)
+            continue
+        frame[1] = child.next
+        tag = child.tag
+        if tag == "-text":
+            if frame[3] or (child.text_content or "").strip():
+                frame[2].append(child.text_content or "")
+        elif tag[0] != "-" and tag not in _MATHML_SKIP:
+            stack.append([child, child.first_child, [], tag in _MATHML_TOKENS])
+    return ""
 
 
 def _url(url: str) -> str:
@@ -373,6 +485,8 @@ class _Renderer:
             tag = node.tag
             if tag == "-text":
                 self._text(frame, node.text_content)
+            elif not tag:  # a node lexbor cannot name: keep what it holds
+                stack.append(_Frame(_SHARED_INLINE, node, frame.parts, frame.ctx))
             elif tag[0] != "-" and tag not in _SKIP_TAGS or tag == "script":
                 child = self._open(frame, node, tag)
                 if child is not None:
@@ -476,7 +590,7 @@ class _Renderer:
             frame_ctx.pre_frame = new
             return new
         if tag == "hr":
-            if self.md and not ctx.flat:
+            if self.md and not ctx.flat and not ctx.cell:
                 parts.append(("hr", "---"))
             else:
                 parts.append(_BREAK)
@@ -485,7 +599,7 @@ class _Renderer:
             if not nested_ok or ctx.flat:
                 parts.append(_BREAK)
                 return _Frame(_SHARED_BLOCK, node, parts, ctx)
-            return _Frame(_TABLE, node, [], ctx.but(depth=ctx.depth + 1, thead=False))
+            return _Frame(_TABLE, node, [], ctx.but(thead=False))
         if tag in ("thead", "tbody", "tfoot"):
             if frame.kind == _TABLE:
                 return _Frame(_TSECTION, node, parts, ctx.but(thead=(tag == "thead")))
@@ -498,7 +612,7 @@ class _Renderer:
             return _Frame(_SHARED_BLOCK, node, parts, ctx)
         if tag in ("td", "th"):
             if frame.kind == _TR:
-                if classes_word_in(attrs.get("class"), _GUTTER_CLASSES):
+                if _has_class_word(attrs.get("class"), _GUTTER_CLASSES):
                     return None
                 return _Frame(_CELL, node, [], ctx.but(cell=True),
                               (tag == "th", attrs.get("colspan"), attrs.get("rowspan")))
@@ -518,7 +632,7 @@ class _Renderer:
             if frame.kind == _DL and nested_ok:
                 if tag == "dt":
                     return _Frame(_DT, node, [], ctx.but(flat=True))
-                return _Frame(_DD, node, [], ctx.but(depth=ctx.depth + 1, lists=ctx.lists + 1))
+                return _Frame(_DD, node, [], ctx.but(lists=ctx.lists + 1))
             parts.append(_BREAK)
             return _Frame(_SHARED_BLOCK, node, parts, ctx)
 
@@ -699,13 +813,14 @@ class _Renderer:
                 return
             out.append(_code_span(content))
             return
-        core = text.strip(" \n")
+        # Markers must touch the text ("** x **" is not bold): edge spaces go outside.
+        core = text.strip(_EDGE_SPACE)
         if not core:
             if text:
                 out.append(text if "\n" in text else " ")
             return
-        lead = text[: len(text) - len(text.lstrip(" \n"))]
-        trail = text[len(text.rstrip(" \n")) :]
+        lead = text[: len(text) - len(text.lstrip(_EDGE_SPACE))]
+        trail = text[len(text.rstrip(_EDGE_SPACE)) :]
         if kind == _BOLD:
             core = f"**{core}**"
         elif kind == _ITALIC:
@@ -886,7 +1001,7 @@ class _Renderer:
             text = _SPACES_AROUND_NL.sub("\n", text)
         if "  " in text:
             text = _SPACES.sub(" ", text)
-        text = text.strip(" \n")
+        text = text.strip(_EDGE_SPACE)
         if "\n\n\n" in text:
             text = _MANY_NL.sub("\n\n", text)
         if self.md and line_escape and text:
@@ -944,7 +1059,7 @@ class _Renderer:
 # --- table helpers -------------------------------------------------------------------------
 
 
-def classes_word_in(classes, words: frozenset) -> bool:
+def _has_class_word(classes, words: frozenset) -> bool:
     return bool(classes) and not words.isdisjoint(classes.split())
 
 
@@ -1006,15 +1121,14 @@ def _is_layout(grid: list) -> bool:
 
 
 def _block_text(block) -> str:
+    """Text of a finished block or of a list item / cell / row / definition piece."""
     kind = block[0]
-    if kind in ("cell", "dd"):
-        return " ".join(_block_text(b) for b in block[1])
-    if kind == "li":
+    if kind == "break":
+        return ""
+    if kind in ("cell", "dd", "li"):
         return " ".join(_block_text(b) for b in block[1])
     if kind == "row":
         return " ".join(_block_text(cell) for cell in block[1])
-    if block is _BREAK:
-        return ""
     return block[1]
 
 

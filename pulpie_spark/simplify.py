@@ -38,6 +38,8 @@ from pulpie_spark.decode import decode_html
 __all__ = ["SimplifiedPage", "simplify", "block_text", "CUTOFF_LENGTH", "MAX_PATH_DEPTH"]
 
 CUTOFF_LENGTH = 500
+# Pages nested deeper than this are rejected (reason "nesting_too_deep") before parsing.
+MAX_NESTING = 5000
 MAX_PATH_DEPTH = 12  # ancestors kept in a block path (the innermost ones)
 _MAX_CLASS_WORDS = 3
 _MAX_NAME_CHARS = 40
@@ -573,41 +575,37 @@ def _truncate(top, max_length: int) -> None:
     Mirrors the reference: tails always count, text inside table/math does not; once cut,
     the following siblings of the cut node and of each of its ancestors are dropped.
     """
-    # Collect text slots in document order: (node, slot, excluded, can_modify, parent path)
-    slots = []
+    slots = []  # (node, slot, can_modify) in document order
+    parents = {}
     total = 0
-    # node, node-or-ancestor excluded, ancestor excluded, ancestors
-    stack = [(top, top[_TAG] in _NO_CALC_TEXT_TAGS, False, ())]
+    _tail_marker = _TAIL
+    # (node, node or an ancestor excluded, an ancestor excluded)
+    stack = [(top, top[_TAG] in _NO_CALC_TEXT_TAGS, False)]
     while stack:
-        node, excluded_self_or_up, parent_excluded, path = stack.pop()
-        if isinstance(node, tuple):  # tail marker
-            real = node[0]
-            tail = real[_TAIL]
-            if tail:
-                slots.append((real, _TAIL, node[1], node[2]))
-                total += len(tail)
+        node, excluded, parent_excluded = stack.pop()
+        if excluded is _tail_marker:  # the tail of ``node`` comes now
+            slots.append((node, _TAIL, not parent_excluded))
+            total += len(node[_TAIL])
             continue
         text = node[_TEXT]
-        if text and not excluded_self_or_up:
-            slots.append((node, _TEXT, not parent_excluded, path))
+        if text and not excluded:
+            slots.append((node, _TEXT, True))
             total += len(text)
-        kid_excl = excluded_self_or_up
-        kid_path = path + (node,)
-        if node is not top:
-            stack.append(((node, not parent_excluded, path), None, None, None))
-        for kid in reversed(node[_KIDS]):
-            stack.append((kid, kid_excl or kid[_TAG] in _NO_CALC_TEXT_TAGS, kid_excl, kid_path))
+        if node is not top and node[_TAIL]:
+            stack.append((node, _tail_marker, parent_excluded))
+        kids = node[_KIDS]
+        for kid in reversed(kids):
+            parents[id(kid)] = node
+            stack.append((kid, excluded or kid[_TAG] in _NO_CALC_TEXT_TAGS, excluded))
     if total <= max_length:
         return
     current = 0
     done = False
-    for node, slot, can_modify, path in slots:
+    for node, slot, can_modify in slots:
         if done:
             node[slot] = None
             continue
         value = node[slot]
-        if value is None:
-            continue
         n = len(value)
         if current + n <= max_length:
             current += n
@@ -615,19 +613,22 @@ def _truncate(top, max_length: int) -> None:
         if not can_modify:
             current += n
             continue
+        # A negative remainder (after an uncuttable overflow) slices from the end, as in
+        # the reference.
         node[slot] = value[: max_length - current] + "..."
         current = max_length
         done = True
         # Drop the following siblings of the node and of every ancestor below the top.
-        chain = path + (node,)
-        for i in range(len(chain) - 1, 0, -1):
-            parent_kids = chain[i - 1][_KIDS]
-            child = chain[i]
-            for j, k in enumerate(parent_kids):
+        child = node
+        parent = parents.get(id(child))
+        while parent is not None:
+            kids = parent[_KIDS]
+            for j, k in enumerate(kids):
                 if k is child:
-                    del parent_kids[j + 1:]
+                    del kids[j + 1:]
                     break
-    # (text of nodes visited after the cut was cleared above; removed nodes are gone)
+            child = parent
+            parent = parents.get(id(child))
 
 
 # ---------------------------------------------------------------------------------------
@@ -765,6 +766,10 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     # The map marks runs with private-use characters; a page's own are made harmless.
     if _PRIVATE_MARKS.search(text):
         text = _PRIVATE_MARKS.sub("\ufffd", text)
+    if text.count("<") > MAX_NESTING and _nesting_depth(text) > MAX_NESTING:
+        # HTML5 tree building is quadratic in nesting depth (scope checks walk the stack
+        # of open elements): 20,000 levels take lexbor seconds, 100,000 minutes.
+        return _empty(encoding, "nesting_too_deep")
     doc = LexborHTMLParser(text)
     serialized = doc.html
     if not serialized:
@@ -821,6 +826,28 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
         encoding=encoding,
         error=None if blocks else "no_blocks",
     )
+
+
+_OPEN_NEEDING_END = re.compile(
+    r"<(?!/|(?:area|base|br|col|embed|hr|img|input|link|meta|param|source|track|wbr|keygen|"
+    r"basefont|bgsound|frame|image|isindex|p|li|dt|dd|td|th|tr|option|optgroup|thead|tbody|"
+    r"tfoot|colgroup|caption|rb|rt|rp|rtc|html|head|body)[\s/>])[A-Za-z][^>]*>"
+)
+_CLOSE = re.compile(r"</[A-Za-z][^>]*>")
+_NOT_MARK = re.compile(r"[^\x01\x02]+")
+
+
+def _nesting_depth(text: str) -> int:
+    """Upper estimate of element nesting (start tags that need an end tag, minus end tags),
+    computed with regex substitutions and numpy so a normal page pays about a millisecond."""
+    import numpy as np
+
+    marks = _NOT_MARK.sub("", _CLOSE.sub("\x02", _OPEN_NEEDING_END.sub("\x01", text.replace("\x01", "").replace("\x02", ""))))
+    if not marks:
+        return 0
+    steps = np.frombuffer(marks.encode("ascii"), dtype=np.uint8).astype(np.int32)
+    steps = 3 - 2 * steps  # \x01 -> +1, \x02 -> -1
+    return int(np.cumsum(steps).max())
 
 
 def _splice(serialized: str, inserts) -> str:

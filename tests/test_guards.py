@@ -330,3 +330,43 @@ def test_arrow_concurrency_threads_fall_back_to_watchdog(spark):
         else:
             spark.conf.set(key, previous)
     assert got == ["thread|None|timeout", "thread|fast|None"]
+
+
+# --- structure limits (what the HTML parser cannot be interrupted in) ---------------
+
+def test_html_structure_estimates_depth_like_a_parser():
+    assert guards.html_structure("<div><div><span>x</span></div></div>") == (3, 0)
+    # Implicitly closed and void elements do not nest; stray end tags do not pop.
+    assert guards.html_structure("<p>a<p>b<li>c<br><img src=x><hr>")[0] == 0
+    assert guards.html_structure("<div></span></b></i><div>")[0] == 2
+    # An end tag closes everything opened inside it (mis-nesting).
+    assert guards.html_structure("<div><span><b>" + "</div>" + "<div>")[0] == 3
+    # Markup-like text in comments and scripts is not markup.
+    assert guards.html_structure("<!-- <div><div> --><script>if (a<b && c<d) {}</script>")[0] == 0
+    assert guards.html_structure(b"<div><div></div></div>") == (2, 0)
+    assert guards.html_structure(None) == (0, 0)
+
+
+def test_deep_and_attribute_heavy_pages_are_rejected_before_parsing():
+    deep = "<div>" * 20_000 + "x" + "</div>" * 20_000
+    assert guards.check_html_structure(deep) == "html_too_deep"
+    assert guards.check_html_structure(deep.encode()) == "html_too_deep"
+    assert guards.check_html_structure("<div><span>" * 6000) == "html_too_deep"
+    assert guards.check_html_structure(deep, max_depth=30_000) is None
+    wide = "<div>x</div>" * 30_000  # many tags, shallow: fine
+    assert guards.check_html_structure(wide) is None
+    attrs = "<div " + " ".join(f"a{i}='{i}'" for i in range(6000)) + ">x</div>"
+    assert guards.check_html_structure(attrs) == "html_too_many_attributes"
+    valueless = "<div " + " ".join(f"a{i}" for i in range(6000)) + ">x</div>"
+    assert guards.check_html_structure(valueless) == "html_too_many_attributes"
+    # One long attribute value (an inline image, JSON props) is not many attributes.
+    assert guards.check_html_structure("<img src='data:image/png;base64," + "A" * 200_000 + "'>") is None
+
+
+def test_guard_page_rejects_deep_page_without_calling_fn(monkeypatch):
+    calls = []
+    deep = b"<div>" * 20_000
+    assert guard_page(calls.append, deep) == (None, "html_too_deep")
+    monkeypatch.setenv(guards.ENV_MAX_HTML_DEPTH, "50000")
+    assert guard_page(len, deep) == (len(deep), None)
+    assert calls == []

@@ -37,6 +37,8 @@ def test_emphasis_bold_italic_and_no_doubled_markers():
         "**b** *i* **nested** ***both***"
     )
     assert md("<p>x<b>   </b>y</p>") == "x y"
+    # No-break spaces at the edges stay outside the markers; nbsp-only paragraphs vanish.
+    assert md("<p><b>Price:&nbsp;</b>5</p><p>&nbsp;</p><p>end</p>") == "**Price:**\xa05\n\nend"
 
 
 def test_br_is_a_line_break_and_spaces_around_it_go():
@@ -216,6 +218,19 @@ def test_mathml_without_annotation_uses_alttext_then_text():
     assert md("<p><math><mi>a</mi><mo>=</mo><mi>b</mi></math></p>") == "$a=b$"
 
 
+def test_presentation_mathml_is_converted_to_tex():
+    html = (
+        "<p><math><mrow><msup><mi>x</mi><mn>2</mn></msup><mo>+</mo><mfrac><mn>1</mn>"
+        "<msqrt><mi>y</mi></msqrt></mfrac><mo>=</mo><munderover><mo>\u2211</mo><mrow><mi>i</mi>"
+        "<mo>=</mo><mn>1</mn></mrow><mi>n</mi></munderover><msub><mi>a</mi><mi>i</mi></msub>"
+        "<mo>\u2062</mo><mi>sin</mi><mo>\u2061</mo><mi>x</mi></mrow></math></p>"
+    )
+    assert md(html) == "$x^2+\\frac{1}{\\sqrt{y}}=\\sum_{i=1}^n a_i\\sin x$"
+    matrix = ("<p><math><mover><mi>v</mi><mo>\u2192</mo></mover><mo>=</mo><mfenced><mtable>"
+              "<mtr><mtd><mn>1</mn></mtd><mtd><mn>0</mn></mtd></mtr></mtable></mfenced></math></p>")
+    assert md(matrix) == "$\\vec{v}=(\\begin{matrix}1 & 0\\end{matrix})$"
+
+
 def test_katex_inline_and_display_use_tex_annotation():
     katex = (
         '<span class="katex"><span class="katex-mathml"><math><semantics><mrow><mi>E</mi>'
@@ -283,10 +298,14 @@ def test_invisible_and_non_content_elements_are_skipped():
         "<noscript>enable js</noscript><template><p>tpl</p></template><nav>menu</nav>"
         '<p>keep<span style="display:none">hidden</span><span hidden>h2</span></p>'
         '<p style="visibility: hidden">gone</p><select><option>opt</option></select>'
-        "<svg><text>icon</text></svg><!-- comment --></body>"
+        "<svg><text>icon</text></svg><!-- comment --><p hidden='until-found'>findable</p></body>"
     )
-    assert md(html) == "keep"
-    assert html_to_text(html) == "keep"
+    assert md(html) == "keep\n\nfindable"
+    assert html_to_text(html) == "keep\n\nfindable"
+
+
+def test_processing_instruction_in_body_is_harmless():
+    assert md("<div><?php if (x) { ?>text<?php } ?></div>") == "text"
 
 
 def test_custom_wrappers_are_unwrapped_inline():

@@ -197,14 +197,20 @@ def test_binary_garbage_never_raises():
         assert isinstance(page, SimplifiedPage)
 
 
-def test_100000_deep_nesting():
+def test_100000_deep_nesting_is_rejected_with_a_reason_not_an_exception():
     depth = 100_000
-    html = "<div>" * depth + "<p>deep text</p>" + "</div>" * depth
-    page = simplify(html)
-    assert page.error is None
+    page = simplify("<div>" * depth + "<p>deep text</p>" + "</div>" * depth)
+    assert page.blocks == [] and page.error == "nesting_too_deep"
+    page = simplify("<p>" + "<span>" * depth + "x" + "</span>" * depth + "</p>")
+    assert page.blocks == [] and page.error == "nesting_too_deep"
+
+
+def test_deep_nesting_below_the_limit_is_segmented_without_recursion():
+    depth = 2_000  # well above Python's default recursion limit of 1,000
+    page = simplify("<div>" * depth + "<p>deep text</p>" + "</div>" * depth)
     assert page.blocks == ['<p _item_id="1">deep text</p>']
-    inline = "<p>" + "<span>" * depth + "x" + "</span>" * depth + "</p>"
-    assert block_text(simplify(inline).blocks[0]) == "x"
+    page = simplify("<p>" + "<span>" * depth + "x " * 300 + "</span>" * depth + "</p>")
+    assert block_text(page.blocks[0]).endswith("x ...") or block_text(page.blocks[0]).endswith("x...")
 
 
 def test_large_page():

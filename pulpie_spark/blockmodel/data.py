@@ -9,6 +9,7 @@ and lists keep only their first and last items, which would bias gold recall).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -16,10 +17,51 @@ import pandas as pd
 from selectolax.lexbor import LexborHTMLParser
 
 from pulpie_spark.blockmodel.features import MAX_TOKENS, N_NUMERIC, block_texts, page_features
-from pulpie_spark.blockmodel.training import PageExample, examples_to_frame
 from pulpie_spark.labels import label_blocks, normalize_words
 
 log = logging.getLogger("pulpie_spark.blockmodel")
+
+
+@dataclass
+class PageExample:
+    ids: np.ndarray                 # [n, MAX_TOKENS] int32
+    numeric: np.ndarray             # [n, N_NUMERIC] float32
+    labels: np.ndarray              # [n] int64 (1 main, 0 other)
+    words: np.ndarray               # [n] int32 words per block (dev weighting)
+    teacher: np.ndarray | None = None   # [n] float32 P(main) from a teacher
+
+
+# ----------------------------------------------------------------------------- tables
+
+def examples_to_frame(examples: Sequence[PageExample], meta: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Flatten examples into a Parquet-friendly frame (one row per page)."""
+    frame = pd.DataFrame({
+        "n_blocks": [len(e.labels) for e in examples],
+        "ids": [e.ids.reshape(-1).astype(np.int32) for e in examples],
+        "numeric": [e.numeric.reshape(-1).astype(np.float32) for e in examples],
+        "labels": [e.labels.astype(np.int8) for e in examples],
+        "words": [e.words.astype(np.int32) for e in examples],
+        "teacher": [None if e.teacher is None else e.teacher.astype(np.float32) for e in examples],
+    })
+    if meta is not None:
+        frame = pd.concat([meta.reset_index(drop=True), frame], axis=1)
+    return frame
+
+
+def frame_to_examples(frame: pd.DataFrame) -> list[PageExample]:
+    out = []
+    for row in frame.itertuples(index=False):
+        n = int(row.n_blocks)
+        teacher = getattr(row, "teacher", None)
+        out.append(PageExample(
+            ids=np.asarray(row.ids, dtype=np.int32).reshape(n, MAX_TOKENS),
+            numeric=np.asarray(row.numeric, dtype=np.float32).reshape(n, N_NUMERIC),
+            labels=np.asarray(row.labels, dtype=np.int64),
+            words=np.asarray(row.words, dtype=np.int32),
+            teacher=None if teacher is None or (not isinstance(teacher, np.ndarray) and pd.isna(teacher))
+            else np.asarray(teacher, dtype=np.float32)))
+    return out
+
 
 # A segmenter maps html -> (blocks, paths, full block texts or None, error or None).
 Segmenter = Callable[[object], tuple[list[str], list[str] | None, list[str] | None, str | None]]
@@ -59,7 +101,7 @@ def simplify_segmenter(html, declared_charset: str | None = None):
 
 def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
                    min_recall: float = 0.7, keep_unconfident: bool = False,
-                   teacher=None) -> pd.DataFrame:
+                   teacher=None, n_buckets: int = 1 << 15) -> pd.DataFrame:
     """One row per page: meta (source, page_id, split, kept, gold_recall, error) + features.
 
     ``pages`` has ``html`` and either ``gold_text`` (labels by alignment) or ``labels``
@@ -99,7 +141,7 @@ def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
             labels = np.asarray(result.labels, dtype=np.int64)
             meta["kept"], meta["gold_recall"] = result.kept, result.gold_recall
             meta["error"] = result.reason
-        ids, numeric = page_features(blocks, paths)
+        ids, numeric = page_features(blocks, paths, n_buckets=n_buckets)
         words = np.asarray([len(normalize_words(t)) for t in texts], dtype=np.int32)
         teacher_probs = None
         if teacher is not None:

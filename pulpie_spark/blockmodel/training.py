@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -32,19 +31,10 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from pulpie_spark.blockmodel.features import MAX_TOKENS, N_NUMERIC
+from pulpie_spark.blockmodel.data import PageExample, examples_to_frame, frame_to_examples  # noqa: F401
 from pulpie_spark.blockmodel.model import BlockModelConfig, BlockSequenceModel, collate, save_model
 
 log = logging.getLogger("pulpie_spark.blockmodel")
-
-
-@dataclass
-class PageExample:
-    ids: np.ndarray                 # [n, MAX_TOKENS] int32
-    numeric: np.ndarray             # [n, N_NUMERIC] float32
-    labels: np.ndarray              # [n] int64 (1 main, 0 other)
-    words: np.ndarray               # [n] int32 words per block (dev weighting)
-    teacher: np.ndarray | None = None   # [n] float32 P(main) from a teacher
 
 
 @dataclass
@@ -62,38 +52,6 @@ class TrainConfig:
     max_blocks: int = 1024               # longer pages are cut into windows of this many blocks
     device: str = "cpu"
     model: BlockModelConfig = field(default_factory=BlockModelConfig)
-
-
-# ----------------------------------------------------------------------------- tables
-
-def examples_to_frame(examples: Sequence[PageExample], meta: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Flatten examples into a Parquet-friendly frame (one row per page)."""
-    frame = pd.DataFrame({
-        "n_blocks": [len(e.labels) for e in examples],
-        "ids": [e.ids.reshape(-1).astype(np.int32) for e in examples],
-        "numeric": [e.numeric.reshape(-1).astype(np.float32) for e in examples],
-        "labels": [e.labels.astype(np.int8) for e in examples],
-        "words": [e.words.astype(np.int32) for e in examples],
-        "teacher": [None if e.teacher is None else e.teacher.astype(np.float32) for e in examples],
-    })
-    if meta is not None:
-        frame = pd.concat([meta.reset_index(drop=True), frame], axis=1)
-    return frame
-
-
-def frame_to_examples(frame: pd.DataFrame) -> list[PageExample]:
-    out = []
-    for row in frame.itertuples(index=False):
-        n = int(row.n_blocks)
-        teacher = getattr(row, "teacher", None)
-        out.append(PageExample(
-            ids=np.asarray(row.ids, dtype=np.int32).reshape(n, MAX_TOKENS),
-            numeric=np.asarray(row.numeric, dtype=np.float32).reshape(n, N_NUMERIC),
-            labels=np.asarray(row.labels, dtype=np.int64),
-            words=np.asarray(row.words, dtype=np.int32),
-            teacher=None if teacher is None or (not isinstance(teacher, np.ndarray) and pd.isna(teacher))
-            else np.asarray(teacher, dtype=np.float32)))
-    return out
 
 
 # ----------------------------------------------------------------------------- training
@@ -117,6 +75,20 @@ def _windows(examples: Sequence[PageExample], max_blocks: int) -> list[PageExamp
             out.append(PageExample(e.ids[sl], e.numeric[sl], e.labels[sl], e.words[sl],
                                    None if e.teacher is None else e.teacher[sl]))
     return out
+
+
+def _length_bucketed_batches(examples: Sequence[PageExample], batch_pages: int,
+                             rng: np.random.RandomState) -> list[np.ndarray]:
+    """Shuffled batches of pages of similar length: padding a 40-block page to the
+    1,000 blocks of its batch neighbour would waste most of the GRU's work."""
+    order = rng.permutation(len(examples))
+    pool = batch_pages * 20
+    batches = []
+    for s in range(0, len(order), pool):
+        chunk = order[s:s + pool]
+        chunk = chunk[np.argsort([len(examples[i].labels) for i in chunk], kind="stable")]
+        batches.extend(chunk[b:b + batch_pages] for b in range(0, len(chunk), batch_pages))
+    return [batches[i] for i in rng.permutation(len(batches))]
 
 
 def word_f1(examples: Sequence[PageExample], probs: Sequence[np.ndarray]) -> dict:
@@ -209,7 +181,7 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
     history = []
     start = time.perf_counter()
     # Same number of steps on every rank (DDP needs matching collectives).
-    steps = math.ceil(len(train_w) / cfg.batch_pages)
+    steps = len(_length_bucketed_batches(train_w, cfg.batch_pages, np.random.RandomState(0)))
     if ddp:
         import torch.distributed as dist
 
@@ -218,10 +190,10 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
         steps = int(steps_t.item())
     for epoch in range(cfg.epochs):
         model.train()
-        order = rng.permutation(len(train_w))
+        batches = _length_bucketed_batches(train_w, cfg.batch_pages, rng)
         total = 0.0
         for step in range(steps):
-            batch = [train_w[i] for i in order[step * cfg.batch_pages:(step + 1) * cfg.batch_pages]]
+            batch = [train_w[i] for i in batches[step]]
             ids, num, lengths, labels = collate([(e.ids, e.numeric) for e in batch], [e.labels for e in batch])
             teacher = None
             if distill:

@@ -6,10 +6,11 @@ Scheme (pure numpy + xxhash, no Spark):
 2. each word hashed once with xxh64 (seeded); a shingle (n consecutive words) is the
    rolling combination of its word hashes, finished with the splitmix64 mixer, then
    reduced to its low 32 bits ``x`` (a document with fewer than n words is one shingle);
-3. permutation i is ``h_i(x) = (a_i * x + b_i) mod (2^61 - 1)`` with
-   ``a_i in [1, 2^32)``, ``b_i in [0, 2^32)``: then ``a_i * x + b_i < 2^64`` is exact in
-   uint64 and the Mersenne reduction is one fold (``(v & p) + (v >> 61)``), so the whole
-   batch is 5 array operations over a (shingles x num_perm) matrix, no modulo;
+3. permutation i is ``h_i(x) = (a_i * x + b_i) mod (2^61 - 1)`` with ``a_i in [1, p)``,
+   ``b_i in [0, p)``; exactly as in datasketch's MinHash the product wraps at 2^64
+   (numpy uint64) before the Mersenne reduction, which is one fold here
+   (``(v & p) + (v >> 61)``) instead of a ``%``: 5 array operations over a
+   (shingles x num_perm) matrix per batch;
 4. signature = per document column-wise minimum (``np.minimum.reduceat``), stored as
    uint32 (low 32 bits, like datasketch's default 32-bit scheme).
 
@@ -50,8 +51,8 @@ def _splitmix64(v: np.ndarray) -> np.ndarray:
 def permutations(num_perm: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """(a, b) coefficients, shape (num_perm,), uint64; deterministic in (num_perm, seed)."""
     rng = np.random.Generator(np.random.PCG64(seed))
-    a = rng.integers(1, 1 << 32, size=num_perm, dtype=np.uint64)
-    b = rng.integers(0, 1 << 32, size=num_perm, dtype=np.uint64)
+    a = rng.integers(1, (1 << 61) - 1, size=num_perm, dtype=np.uint64)
+    b = rng.integers(0, (1 << 61) - 1, size=num_perm, dtype=np.uint64)
     a.setflags(write=False)
     b.setflags(write=False)
     return a, b

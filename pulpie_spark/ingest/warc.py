@@ -238,14 +238,14 @@ def iter_warc_records(open_at: Callable[[], IO[bytes]], source_file: str, *,
             try:
                 # Every record type, so that `last_good` tracks each member; only
                 # responses become rows. stream_pos is the absolute offset in the file.
-                iterator = ArchiveIterator(stream, record_types=WarcRecordType.any_type, parse_http=True)
+                # HTTP headers are parsed for responses only (requests/metadata are skipped unread).
+                iterator = ArchiveIterator(stream, record_types=WarcRecordType.any_type, parse_http=False)
                 for record in iterator:
                     offset = record.stream_pos
+                    row = None
                     if record.record_type == WarcRecordType.response:
+                        record.parse_http()
                         row = _record_row(record, source_file, offset, limit)
-                    else:
-                        row = None
-                        record.reader.consume() if hasattr(record.reader, "consume") else record.reader.read()
                     last_good = offset
                     if row is not None and wanted(row):
                         yield row

@@ -192,15 +192,21 @@ def run_extract(df, output: str, *, fmt: str = "parquet", rejects: str | None = 
     # Sorted within partitions: same input and config -> byte-identical files.
     processed = processed.sortWithinPartitions("doc_id").persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        stats = processed.agg(
-            F.count(F.lit(1)).alias("rows"),
-            F.sum(F.when(F.col(_P + "reason").isNotNull(), 1).otherwise(0)).alias("rejects"),
-            F.avg(F.when(F.col(_P + "reason").isNull(), F.col(_P + "n_blocks"))).alias("mean_n_blocks"),
-            F.avg(F.when(F.col(_P + "reason").isNull(), F.col(_P + "n_main"))).alias("mean_n_main"),
-        ).first().asDict()
-        reasons = {r["reason"]: r["n"] for r in processed.where(F.col(_P + "reason").isNotNull())
-                   .groupBy(F.regexp_extract(_P + "reason", r"^([^:]*(:[a-z_]+)?)", 1).alias("reason"))
-                   .agg(F.count(F.lit(1)).alias("n")).collect()}
+        # One small aggregation (a row per reason) gives every number of the summary.
+        reason_key = F.regexp_extract(F.col(_P + "reason"), r"^([^:]*(:[a-z_]+)?)", 1)
+        groups = processed.groupBy(reason_key.alias("reason")).agg(
+            F.count(F.lit(1)).alias("n"), F.sum(_P + "n_blocks").alias("blocks"),
+            F.sum(_P + "n_main").alias("main")).collect()
+        ok = [g for g in groups if g["reason"] is None]
+        n_ok = sum(g["n"] for g in ok)
+        stats = {
+            "rows": sum(g["n"] for g in groups),
+            "rejects": sum(g["n"] for g in groups if g["reason"] is not None),
+            "mean_n_blocks": (sum(g["blocks"] or 0 for g in ok) / n_ok) if n_ok else None,
+            "mean_n_main": (sum(g["main"] or 0 for g in ok) / n_ok) if n_ok else None,
+        }
+        reasons = {g["reason"]: g["n"] for g in sorted(groups, key=lambda g: str(g["reason"]))
+                   if g["reason"] is not None}
         out_df = output_frame(processed, input_cols, options)
         rej_df = rejects_frame(processed, input_cols)
         rejects = rejects or rejects_path_for(output)

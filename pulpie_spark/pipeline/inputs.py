@@ -30,5 +30,11 @@ def load_input(spark, path: str, input_format: str = "auto", **warc_options):
 
     fmt = detect_input_format(spark, path) if input_format in (None, "auto") else input_format
     if fmt == "warc":
-        return read_warc(spark, path, **warc_options)
+        records = read_warc(spark, path, **warc_options)
+        # Ingest runs one task per file; with fewer files than task slots (a sample, a
+        # test) spread the pages over the slots for the per-page stages.
+        slots = spark.sparkContext.defaultParallelism
+        if records.rdd.getNumPartitions() < slots:
+            records = records.repartition(slots, "doc_id")
+        return records
     return read_table(spark, path, fmt)

@@ -1,0 +1,84 @@
+"""Curate an extracted table: normalize, quality gates, exact + near dedup, report.
+
+    spark-submit jobs/curate.py --input out/extracted --output out/curated \
+        [--removed out/curated_removed] [--report out/curated_report] [--config conf/curate.toml]
+
+Writes the curated table (``--output``), the removed table with ``reason``,
+``removed_stage`` and ``duplicate_of`` (``--removed``, default ``<output>_removed``) and
+report.json + report.html (``--report``, default ``<output>_report``, a local folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pulpie_spark.cli import SparkJob, run_job  # noqa: E402
+
+log = logging.getLogger("pulpie_spark.curate")
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "conf" / "curate.toml"
+
+
+class CurateJob(SparkJob):
+    name = "pulpie-curate"
+    description = "Extracted table -> curated table + removed table (with reasons) + report"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--config", default=str(DEFAULT_CONFIG) if DEFAULT_CONFIG.exists() else None,
+                            help="curate TOML (gate thresholds, dedup settings)")
+        parser.add_argument("--input-format", default=None, choices=["parquet", "delta"],
+                            help="input table format (default: detected)")
+        parser.add_argument("--removed", default=None, help="removed rows table (default <output>_removed)")
+        parser.add_argument("--report", default=None, help="report folder (default <output>_report)")
+        parser.add_argument("--text-col", default="text", help="column holding the plain text")
+        parser.add_argument("--no-exact-dedup", action="store_true", help="skip exact dedup")
+        parser.add_argument("--no-near-dedup", action="store_true", help="skip MinHash near dedup")
+        parser.add_argument("--verify", default=None, choices=["none", "signature", "exact"],
+                            help="override near_dedup.verify")
+        parser.add_argument("--tag-only", action="store_true",
+                            help="every quality gate tags instead of dropping")
+
+    def run(self, spark, args: argparse.Namespace) -> int:
+        from pulpie_spark.curate.config import load_config
+        from pulpie_spark.curate.pipeline import curate
+        from pulpie_spark.curate.report import collect_report, write_report
+        from pulpie_spark.io import read_table, write_table
+
+        if not args.input or not args.output:
+            raise SystemExit("--input and --output are required")
+        overrides: dict = {}
+        if args.no_exact_dedup:
+            overrides.setdefault("exact_dedup", {})["enabled"] = False
+        if args.no_near_dedup:
+            overrides.setdefault("near_dedup", {})["enabled"] = False
+        if args.verify:
+            overrides.setdefault("near_dedup", {})["verify"] = args.verify
+        if args.tag_only:
+            overrides["quality"] = {g: {"mode": "tag"} for g in ("gopher_quality", "gopher_repetition", "c4", "fineweb")}
+        cfg = load_config(args.config, overrides)
+
+        df = read_table(spark, args.input, args.input_format)
+        result = curate(df, cfg, text_col=args.text_col)
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        # hash partitioning + sort by doc_id: same input and config give the same files
+        kept = result.kept.repartition(partitions, "doc_id").sortWithinPartitions("doc_id")
+        removed = result.removed.repartition(partitions, "doc_id").sortWithinPartitions("doc_id")
+        removed_path = args.removed or args.output.rstrip("/") + "_removed"
+        write_table(kept, args.output, args.format)
+        write_table(removed, removed_path, args.format)
+        report = collect_report(result.annotated, result.stats)
+        report_dir = args.report or args.output.rstrip("/") + "_report"
+        json_path, html_path = write_report(report, report_dir)
+        result.annotated.unpersist()
+        log.info("curate: %d rows in, %d kept; removed by reason %s; report %s",
+                 report["rows"], report["kept"], json.dumps(report["removed_by_reason"]), html_path)
+        return 0
+
+
+if __name__ == "__main__":
+    run_job(CurateJob())

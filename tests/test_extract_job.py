@@ -1,0 +1,150 @@
+"""The extract pipeline: per-page cores, then Spark end to end (table -> Delta, WARC -> job).
+
+The Spark runs use a tiny EuroBERT token classifier built in the test (random weights,
+real loading and inference path): its labels are arbitrary but deterministic, so the
+Spark output is checked against the same model applied page by page in plain Python.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from helpers_models import save_tiny_classifier
+from pulpie_spark.ingest.warc import read_warc_file
+from pulpie_spark.pipeline.extract import ExtractOptions, run_extract
+from pulpie_spark.pipeline.render import render_page
+from pulpie_spark.pipeline.segment import NO_BLOCKS, segment_page
+from pulpie_spark.resources import SAMPLE_WARC
+
+
+@pytest.fixture(scope="module")
+def sample_pages():
+    rows = [r for r in read_warc_file(str(SAMPLE_WARC)) if r["html"]]
+    return rows[:6]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return str(save_tiny_classifier(tmp_path_factory.mktemp("extract-model") / "tiny", seed=7))
+
+
+# ------------------------------------------------------------------ pure cores
+
+def test_segment_page_results_and_reasons(sample_pages, monkeypatch):
+    page = segment_page(sample_pages[0]["html"], None)
+    assert page["seg_error"] is None
+    assert len(page["blocks"]) == len(page["block_paths"]) > 3
+    assert 'cc-alg-uc-text' in page["map_html"] or '_item_id="1"' in page["map_html"]
+    assert segment_page(None)["seg_error"] == "html_null"
+    assert segment_page(b"")["seg_error"] == "html_empty"
+    assert segment_page("<html><body></body></html>")["seg_error"] in (NO_BLOCKS, "no blocks")
+    monkeypatch.setenv("PULPIE_MAX_HTML_BYTES", "1000")
+    too_big = segment_page(sample_pages[0]["html"])
+    assert too_big["seg_error"] == "html_too_large" and too_big["blocks"] == []
+
+
+def test_render_page_follows_labels(sample_pages):
+    from pulpie_spark.simplify import block_text
+
+    page = segment_page(sample_pages[1]["html"])
+    n = len(page["blocks"])
+    nothing = render_page(page["map_html"], [0] * n)
+    assert nothing["n_main"] == 0 and nothing["text"] == "" and nothing["render_error"] is None
+    everything = render_page(page["map_html"], [1] * n)
+    assert everything["n_main"] == n and len(everything["text"]) > 200
+    # One block labelled main: its words, and only a block's worth of text, come out.
+    index = max(range(n), key=lambda i: len(block_text(page["blocks"][i])))
+    one = render_page(page["map_html"], [int(i == index) for i in range(n)])
+    words = block_text(page["blocks"][index]).replace("...", " ").split()[:5]
+    assert all(w in one["text"] for w in words)
+    assert len(one["text"]) < len(everything["text"])
+    assert render_page(None, None)["markdown"] is None
+
+
+# ------------------------------------------------------------------ Spark end to end
+
+def _expected_by_page(model_dir: str, pages: list[dict]) -> dict:
+    """The same model and cores in plain Python: what Spark must produce per doc."""
+    from pulpie_spark.classify.registry import load_classifier
+
+    classifier = load_classifier(model_dir, device="cpu")
+    out = {}
+    for page in pages:
+        seg = segment_page(page["html"])
+        labels = classifier.predict([seg["blocks"]])[0]
+        out[page["url"]] = (len(seg["blocks"]), render_page(seg["map_html"], labels))
+    return out
+
+
+def test_extract_table_to_delta_with_rejects(spark, tmp_path, sample_pages, tiny_model):
+    import deltalake
+
+    from pulpie_spark.io import read_table
+
+    rows = [(p["url"], p["html"], "wcxb", p["doc_id"] if i % 2 else None) for i, p in enumerate(sample_pages)]
+    rows += [("http://bad/null", None, "bad", None), ("http://bad/empty", b"", "bad", "given-id"),
+             ("http://bad/no-blocks", b"<html><body>  </body></html>", "bad", None)]
+    df = spark.createDataFrame(rows, "url string, html binary, source string, doc_id string").repartition(2)
+    out_path = str(tmp_path / "extract")
+    summary = run_extract(df, out_path, fmt="delta", options=ExtractOptions(model=tiny_model, keep_main_html=True))
+    assert summary["rows"] == len(rows) and summary["rejects"] == 3
+    assert summary["reject_reasons"] == {"html_null": 1, "html_empty": 1, "no_blocks": 1} or \
+        sum(summary["reject_reasons"].values()) == 3
+
+    assert deltalake.DeltaTable(out_path).version() == 0
+    out = read_table(spark, out_path)
+    rejects = read_table(spark, out_path + "_rejects")
+    assert out.columns == ["url", "html", "source", "doc_id", "markdown", "text", "main_html", "n_blocks",
+                           "n_main", "model_id", "error", "fallback"]
+    assert set(rejects.columns) >= {"url", "html", "source", "doc_id", "reason", "stage"}
+    got = {r.url: r for r in out.collect()}
+    rejected = {r.url: r for r in rejects.collect()}
+    # Every input row is in exactly one table.
+    assert sorted(list(got) + list(rejected)) == sorted(r[0] for r in rows)
+    assert rejected["http://bad/null"].reason == "html_null" and rejected["http://bad/null"].stage == "segment"
+    assert rejected["http://bad/empty"].doc_id == "given-id"
+
+    expected = _expected_by_page(tiny_model, sample_pages)
+    for page in sample_pages:
+        row = got[page["url"]]
+        n_blocks, rendered = expected[page["url"]]
+        assert bytes(row.html) == page["html"] and row.source == "wcxb"  # passthrough unchanged
+        assert row.n_blocks == n_blocks and row.n_main == rendered["n_main"]
+        assert row.markdown == rendered["markdown"] and row.text == rendered["text"]
+        assert row.main_html == rendered["main_html"]
+        assert row.error is None and row.model_id
+    # doc_id: kept when given, else sha256(url NUL html).
+    import hashlib
+
+    for i, page in enumerate(sample_pages):
+        want = page["doc_id"] if i % 2 else hashlib.sha256(page["url"].encode() + b"\0" + page["html"]).hexdigest()
+        assert got[page["url"]].doc_id == want
+
+
+def test_extract_job_on_warc_files(spark, tmp_path, data_dir, tiny_model, capsys):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jobs"))
+    from extract import ExtractJob
+
+    from pulpie_spark.io import read_table
+
+    warcs = tmp_path / "warcs"
+    warcs.mkdir()
+    for name in ("warc_resiliparse_warcfile.warc.gz", "warc_resiliparse_clipped.warc.gz"):
+        shutil.copy(data_dir / name, warcs / name)
+    out_path = str(tmp_path / "out")
+    code = ExtractJob().main(["--input", str(warcs), "--output", out_path, "--model", tiny_model, "--show", "0"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "rows 17" in printed and "rejects 1" in printed
+    out = read_table(spark, out_path)
+    rejects = read_table(spark, out_path + "_rejects").collect()
+    assert out.count() == 16
+    assert [(r.reason, r.stage) for r in rejects] == [("ingest:truncated_record", "ingest")]
+    # Ingest columns pass through; the ingest's own `error` column is the output's `error` now.
+    assert {"record_id", "warc_date", "source_file", "offset", "declared_charset"} <= set(out.columns)
+    assert out.where("error is not null").count() == 0
