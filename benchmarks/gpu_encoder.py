@@ -6,8 +6,8 @@
 What runs:
 - pages: ``html`` of the ``*.parquet`` files in ``--data`` (default
   ../shared/data/extraction), taken round-robin over the files so every source is in the
-  mix; ``--save-pages DIR`` writes exactly the pages used to ``DIR/pages.parquet`` (copy
-  that folder to a GPU machine and pass it as ``--data``);
+  mix; ``--save-pages DIR`` writes exactly those pages to ``DIR/pages.parquet`` and exits
+  (copy that folder to a GPU machine and pass it as ``--data``);
 - segmentation: ``pulpie_spark.simplify`` on ``--workers`` CPU processes (producer);
 - tokenization + chunk packing: a thread (the Rust tokenizer releases the GIL);
 - model: EuroBERT token classifier with EuroBERT-210m's shape (hidden 768, 12 layers, 12
@@ -258,7 +258,7 @@ def _sync(device: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "extraction")
-    parser.add_argument("--pages", type=int, default=None, help="pages to run (default 2000; 40 with --tiny)")
+    parser.add_argument("--pages", type=int, default=None, help="pages to run (default 2000; 16 with --tiny)")
     parser.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda if available)")
     parser.add_argument("--tiny", action="store_true", help="tiny model (smoke test on CPU)")
     parser.add_argument("--workers", type=int, default=max((os.cpu_count() or 2) - 2, 1),
@@ -266,15 +266,15 @@ def main(argv=None) -> int:
     parser.add_argument("--pages-per-call", type=int, default=256, help="pages per model call")
     parser.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per forward")
     parser.add_argument("--max-tokens", type=int, default=None,
-                        help="chunk length (default 8192; 512 with --tiny: CPU attention is quadratic)")
+                        help="chunk length (default 8192; 256 with --tiny: CPU attention is quadratic)")
     parser.add_argument("--vocab", type=int, default=None, help="BPE vocab (default 50000; 2000 with --tiny)")
-    parser.add_argument("--anchor-pages", type=int, default=None, help="default 100; 10 with --tiny")
-    parser.add_argument("--save-pages", type=Path, default=None, help="write the pages used to DIR/pages.parquet")
+    parser.add_argument("--anchor-pages", type=int, default=None, help="default 100; 4 with --tiny")
+    parser.add_argument("--save-pages", type=Path, default=None, help="write the pages a run would use to DIR/pages.parquet and exit")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "gpu_encoder.json")
     args = parser.parse_args(argv)
-    n_pages = args.pages or (40 if args.tiny else 2000)
-    args.max_tokens = args.max_tokens or (512 if args.tiny else 8192)
-    anchor_pages = args.anchor_pages if args.anchor_pages is not None else (10 if args.tiny else 100)
+    n_pages = args.pages or (16 if args.tiny else 2000)
+    args.max_tokens = args.max_tokens or (256 if args.tiny else 8192)
+    anchor_pages = args.anchor_pages if args.anchor_pages is not None else (4 if args.tiny else 100)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
@@ -289,6 +289,8 @@ def main(argv=None) -> int:
 
         args.save_pages.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table({"html": pa.array(pages, pa.binary())}), args.save_pages / "pages.parquet")
+        log(f"wrote {len(pages)} pages to {args.save_pages / 'pages.parquet'}; run with --data {args.save_pages}")
+        return 0
     # Spawned (not forked) workers: the parent is about to initialise CUDA.
     pool = mp.get_context("spawn").Pool(args.workers)
 

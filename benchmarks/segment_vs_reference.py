@@ -8,8 +8,9 @@ reference blocks stored in ``reference/*.parquet``: per page, the two lists of b
 ``matched / max(len)`` is the page's agreement; it reports the mean per source and overall,
 and the share of pages whose block lists are identical (as text and as exact HTML).
 
-Speed: our ``simplify`` and pulpie 0.0.2's own ``simplify`` run on the same dev pages, one
-process each, one page at a time, in this run (pulpie in its own venv,
+Speed (CPU seconds, ``time.process_time``, so other load on the machine counts less): our
+``simplify`` and pulpie 0.0.2's own ``simplify`` run on the same dev pages, one process each,
+one page at a time, in this run (pulpie in its own venv,
 ``benchmarks/.venv-pulpie`` with ``pulpie==0.0.2 --no-deps``, ``selectolax<1.0``, ``lxml``,
 ``beautifulsoup4``, ``pyarrow``). Both get text decoded by ``pulpie_spark.decode``; decoding
 is timed on our side only (it is part of our ``simplify``).
@@ -96,13 +97,13 @@ def load_pages(data: Path, split: str | None):
         rows = pq.read_table(path, columns=cols).to_pylist()
         ref = {}
         if ref_path.exists():
-            for r in pq.read_table(ref_path, columns=["page_id", "simplified_html"]).to_pylist():
-                ref[r["page_id"]] = r["simplified_html"]
+            for r in pq.read_table(ref_path, columns=["page_id", "simplified_html", "seconds"]).to_pylist():
+                ref[r["page_id"]] = (r["simplified_html"], r["seconds"])
         for row in rows:
             if split and row["split"] != split:
                 continue
             row["file"] = str(path)
-            row["reference"] = ref.get(row["page_id"])
+            row["reference"], row["reference_seconds"] = ref.get(row["page_id"], (None, None))
             pages.append(row)
     return pages
 
@@ -171,14 +172,19 @@ def main() -> None:
 
     ours_rate = len(dev) / ours_seconds
     print(f"\nSpeed, one process, same {len(dev)} dev pages:")
-    print(f"  pulpie-spark simplify: {ours_rate:8.1f} pages/s ({ours_seconds:.2f} s)")
+    print(f"  pulpie-spark simplify: {ours_rate:8.1f} pages/s ({ours_seconds:.2f} s CPU)")
+    recorded = [p["reference_seconds"] for p in dev if p["reference_seconds"] is not None]
+    if recorded:
+        rate = len(recorded) / sum(recorded)
+        print(f"  pulpie 0.0.2 as recorded in reference/*.parquet (seconds column): {rate:8.1f} pages/s"
+              f" -> ratio {ours_rate / rate:.1f}x")
     if not args.skip_pulpie:
         ref = run_pulpie(dev, args.pulpie_python)
         if ref is None:
             print("  pulpie 0.0.2 simplify: not run (no benchmarks/.venv-pulpie)")
         else:
             ref_rate = ref["pages"] / ref["seconds"]
-            print(f"  pulpie 0.0.2 simplify: {ref_rate:8.1f} pages/s ({ref['seconds']:.2f} s, "
+            print(f"  pulpie 0.0.2 simplify: {ref_rate:8.1f} pages/s ({ref['seconds']:.2f} s CPU, "
                   f"{ref['failed']} exceptions)")
             print(f"  ratio: {ours_rate / ref_rate:.1f}x")
 

@@ -38,6 +38,8 @@ class ExtractJob(SparkJob):
                             help="'default' (embedded), orange-small|base|large, a Hub id or a checkpoint dir")
         parser.add_argument("--rejects", default=None, help="rejects table path (default <output>_rejects)")
         parser.add_argument("--keep-main-html", action="store_true", help="also write main_html")
+        parser.add_argument("--drop-html", action="store_true",
+                            help="leave the input html column out of the output (rejects keep it)")
         parser.add_argument("--links", action="store_true", help="keep [text](href) links in Markdown")
         parser.add_argument("--images", action="store_true", help="keep ![alt](src) images in Markdown")
         parser.add_argument("--device", default=None, help="classifier device (cpu, cuda); default: auto")
@@ -57,7 +59,8 @@ class ExtractJob(SparkJob):
         gpu_amount = args.gpu_amount
         if gpu_amount is None and spark.conf.get(GPU_AMOUNT_CONF, None):
             gpu_amount = float(spark.conf.get(GPU_AMOUNT_CONF))
-        options = ExtractOptions(model=args.model, keep_main_html=args.keep_main_html, links=args.links,
+        options = ExtractOptions(model=args.model, keep_main_html=args.keep_main_html, drop_html=args.drop_html,
+                                 links=args.links,
                                  images=args.images, device=args.device, gpu_amount=gpu_amount,
                                  batch_tokens=args.batch_tokens)
         summary = run_extract(df, args.output, fmt=args.format, rejects=args.rejects, options=options,

@@ -117,7 +117,7 @@ def coverage_by_source(rows: Iterable[dict]) -> list[dict]:
         if row["kept"]:
             s["kept"] += 1
             s["blocks"] += len(row["labels"])
-            s["main"] += int(sum(row["labels"]))
+            s["main"] += sum(int(x) for x in row["labels"])   # int8 arrays would overflow
     out = []
     for source in sorted(stats):
         s = stats[source]

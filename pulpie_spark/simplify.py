@@ -89,7 +89,6 @@ _TOKEN = re.compile(
     re.S,
 )
 _WS = re.compile(r"\s+")
-_TAG_OR_TEXT = re.compile(r"(<[^>]+>)|([^<]+)")
 _PRIVATE_MARKS = re.compile("[\ue000-\ue002]")
 _MAP_START = re.compile("\ue000(\\d+)\ue001")
 
@@ -121,7 +120,6 @@ class _El:
     text_end = 0        # where the last piece of direct text ends in the page
     tail_end = 0        # where the last piece of tail text ends in the page
     hbd = False         # has block descendants
-    hbd_items = False   # same, under the rules in force while lists are classified
     block = False
     data_table = False
     list_content = False
@@ -193,13 +191,17 @@ _CONTEXT_KIND = {"table": "table", "ul": "list", "ol": "list", "dl": "dl"}
 
 
 def _build_tree(s: str):
-    """Tokenize lexbor's serialization into ``_El`` nodes; returns (root, post_order).
+    """Tokenize lexbor's serialization into ``_El`` nodes.
+
+    Returns (root, elements in post-order, tables, lists).
 
     Removed elements never enter the tree; tokens inside them are skipped.
     """
     root = _El("#root", None, None, 0, 0)
     stack = [root]
     contexts = {"table": [None], "list": [None], "dl": [None]}
+    tables: list[_El] = []
+    lists: list[_El] = []
     post_order: list[_El] = []
     append_post = post_order.append
     # After a removed element: where its tail goes ("drop", "hidden" or None).
@@ -263,6 +265,15 @@ def _build_tree(s: str):
                 continue
             if slash:  # end tag: close up to the matching open element
                 tail_mode = None
+                el = stack[-1]
+                if el.tag == tag:  # the usual case: lexbor's output is balanced
+                    stack.pop()
+                    el.close_start = start
+                    el.close_end = pos
+                    if tag in _CONTEXT_KIND:
+                        contexts[_CONTEXT_KIND[tag]].pop()
+                    append_post(el)
+                    continue
                 for depth in range(len(stack) - 1, 0, -1):
                     if stack[depth].tag == tag:
                         break
@@ -313,92 +324,103 @@ def _build_tree(s: str):
             kind = _CONTEXT_KIND.get(tag)
             if kind is not None:
                 contexts[kind].append(el)
+                (tables if kind == "table" else lists).append(el)
     end = len(s)
     while len(stack) > 1:
         el = stack.pop()
         el.close_start = el.close_end = end
         append_post(el)
-    return root, post_order
+    return root, post_order, tables, lists
 
 
 _LIST_PARENTS = {"li": ("ul", "ol"), "dt": ("dl",), "dd": ("dl",)}
 
 
-def _classify(post_order: list[_El]) -> None:
-    """Table types, list types and block flags, bottom-up (rules 3-5)."""
-    # Tables: data table if caption/col/colgroup/th[headers] belongs to it, role/data-table,
-    # or everything inside is table tags and inline tags.
-    only_ti: dict[int, bool] = {}
-    markers: dict[int, bool] = {}
-    for el in post_order:
-        ok = True
-        mark = False
-        for c in el.children:
-            if ok and (c.tag not in _TABLE_OR_INLINE or not only_ti.get(id(c), True)):
-                ok = False
-            ctag = c.tag
-            if ctag in ("caption", "col", "colgroup") or (
-                ctag in ("td", "th") and c.attrs and "headers" in c.attrs
-            ):
-                mark = True
-            elif ctag != "table" and markers.get(id(c)):
-                mark = True
-        if not ok:
-            only_ti[id(el)] = False
-        if mark:
-            markers[id(el)] = True
-        if el.tag == "table":
-            attrs = el.attrs or {}
-            el.data_table = bool(mark or attrs.get("role") == "table" or attrs.get("data-table") or ok)
+def _is_data_table(table: _El) -> bool:
+    """Rule 4: caption/col/colgroup/td[headers]/th[headers] of this table (not of a nested
+    one), role="table", data-table, or nothing but table tags and inline tags inside."""
+    attrs = table.attrs
+    if attrs is not None and (attrs.get("role") == "table" or attrs.get("data-table")):
+        return True
+    only_table_or_inline = True
+    stack = list(table.children)
+    while stack:
+        node = stack.pop()
+        tag = node.tag
+        if tag in ("caption", "col", "colgroup") or (
+            tag in ("td", "th") and node.attrs is not None and "headers" in node.attrs
+        ):
+            return True
+        if tag not in _TABLE_OR_INLINE:
+            only_table_or_inline = False
+            if tag == "table":
+                continue  # its markers are its own
+        if node.children:
+            stack.extend(node.children)
+    return only_table_or_inline
 
-    # While lists are classified (outer lists first), an item inside a not-yet-classified
-    # (nested) list counts as a block: any li/dt/dd with a list ancestor does.
-    for el in post_order:
-        tag = el.tag
+
+def _is_content_list(lst: _El) -> bool:
+    """Rule 5. The reference classifies lists outermost first, so while an item is examined
+    any li/dt/dd below it (in a list not classified yet) counts as a block."""
+    children = lst.children
+    items = [c for c in children if c.tag in ("li", "dt", "dd")]
+    if not items:
+        return False
+    allowed = ("dt", "dd") if lst.tag == "dl" else ("li",)
+    if len(items) != len(children) or any(c.tag not in allowed for c in children):
+        return False
+    if lst.text and lst.text.strip():
+        return False
+    if any(c.tail and c.tail.strip() for c in children):
+        return False
+    stack = []
+    for item in items:
+        stack.extend(item.children)
+    while stack:
+        node = stack.pop()
+        tag = node.tag
         if tag in ("td", "th"):
-            table = el.context
-            blk = table is not None and not table.data_table
+            if node.context is not None and not node.context.data_table:
+                return False
         elif tag in _LIST_PARENTS:
-            blk = el.context is not None
-        elif tag == "math" or tag in INLINE_TAGS:
-            blk = False
-        else:
-            blk = True
-        if tag == "math":
-            el.hbd_items = False
-        if (blk or el.hbd_items) and el.parent is not None:
-            el.parent.hbd_items = True
+            if node.context is not None:
+                return False
+        elif tag == "math":
+            continue  # nothing inside math counts
+        elif tag not in INLINE_TAGS:
+            return False
+        if node.children:
+            stack.extend(node.children)
+    return True
 
-    for el in post_order:
-        if el.tag in ("ul", "ol", "dl"):
-            allowed = ("li",) if el.tag != "dl" else ("dt", "dd")
-            items = [c for c in el.children if c.tag in ("li", "dt", "dd")]
-            if not items:
-                continue
-            if any(c.tag not in allowed for c in el.children):
-                continue
-            if el.text and el.text.strip():
-                continue
-            if any(c.tail and c.tail.strip() for c in el.children):
-                continue
-            el.list_content = not any(c.hbd_items for c in items)
 
+def _classify(post_order: list[_El], tables: list[_El], lists: list[_El]) -> None:
+    """Table types, list types, then block flags bottom-up (rules 3-5)."""
+    for table in tables:
+        table.data_table = _is_data_table(table)
+    for lst in lists:
+        lst.list_content = _is_content_list(lst)
+    inline = INLINE_TAGS
     for el in post_order:
         tag = el.tag
+        if tag in inline:
+            if el.hbd:
+                el.parent.hbd = True
+            continue
         if tag in ("td", "th"):
             table = el.context
             blk = table is not None and not table.data_table
         elif tag in _LIST_PARENTS:
             lst = el.context
             blk = lst is not None and not lst.list_content
-        elif tag == "math" or tag in INLINE_TAGS:
-            blk = False
+        elif tag == "math":
+            el.hbd = False
+            continue
         else:
             blk = True
         el.block = blk
-        if tag == "math":
-            el.hbd = False
-        if (blk or el.hbd) and el.parent is not None:
+        if blk or el.hbd:
             el.parent.hbd = True
 
 
@@ -636,6 +658,10 @@ def _truncate(top, max_length: int) -> None:
 
 
 def _esc_text(text: str) -> str:
+    """Escape text like libxml2's HTML serializer and collapse whitespace (the reference
+    collapses whitespace outside tags of the joined output; text pieces are exactly what
+    lies between tags, so doing it per piece gives the same string)."""
+    text = _WS.sub(" ", text)
     if "&" in text:
         text = text.replace("&", "&amp;")
     if "<" in text:
@@ -654,10 +680,20 @@ def _esc_uri(value: str) -> str:
     )
 
 
+def _esc_attr(value: str) -> str:
+    if "&" in value:
+        value = value.replace("&", "&amp;")
+    if "<" in value:
+        value = value.replace("<", "&lt;")
+    if ">" in value:
+        value = value.replace(">", "&gt;")
+    return value
+
+
 def _attr(name: str, value: str) -> str:
     if name == "src":
         value = _esc_uri(value)
-    value = _esc_text(value)
+    value = _esc_attr(value)
     if '"' in value:
         if "'" in value:
             return ' %s="%s"' % (name, value.replace('"', "&quot;"))
@@ -695,10 +731,6 @@ def _serialize(top, item_id: str) -> str:
         for kid in reversed(kids):
             stack.append((kid, True))
     return "".join(parts)
-
-
-def _collapse(html: str) -> str:
-    return _TAG_OR_TEXT.sub(lambda m: m.group(1) or _WS.sub(" ", m.group(2)), html).strip()
 
 
 # ---------------------------------------------------------------------------------------
@@ -775,8 +807,8 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     if not serialized:
         return _empty(encoding, "unparseable_html")
 
-    root, post_order = _build_tree(serialized)
-    _classify(post_order)
+    root, post_order, tables, lists = _build_tree(serialized)
+    _classify(post_order, tables, lists)
     paragraphs = _paragraphs(root)
 
     blocks: list[str] = []
@@ -804,7 +836,7 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
             continue
         _truncate(copy, cutoff_length)
         item_id = str(len(blocks) + 1)
-        blocks.append(_collapse(_serialize(copy, item_id)))
+        blocks.append(_serialize(copy, item_id))
         paths.append(_path_of(el))
         if kind == "block" and el.tag in _SWALLOWING:
             # In the page these are void and what the block holds are their siblings.

@@ -6,7 +6,7 @@
   the reliability tests account rows by), ``url``, ``html`` (binary),
   ``declared_charset``, ``content_type``;
 * ``warc/``: WARC files with HTML, non-HTML, malformed, truncated and non-WARC
-  content, plus a real WARC (tests/data/rel_resiliparse_warcfile.warc.gz) cut in
+  content, plus a real WARC (tests/data/warc_resiliparse_warcfile.warc.gz) cut in
   the middle of a gzip member;
 * a :class:`Corpus` describing what was written (case names, the WARC response
   record ids each file holds in full).
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
-REAL_WARC = DATA / "rel_resiliparse_warcfile.warc.gz"
+REAL_WARC = DATA / "warc_resiliparse_warcfile.warc.gz"  # shared with the ingest tests
 
 MB = 1024 * 1024
 DEEP = 100_000  # nesting depth of the deep pages
@@ -317,7 +317,7 @@ def build_warcs(directory: Path) -> list[WarcFile]:
     clipped_real = directory / "clipped-real.warc.gz"
     clipped_real.write_bytes(real[:cut])
     files.append(WarcFile(clipped_real, _real_response_ids(REAL_WARC, cut),
-                          "tests/data/rel_resiliparse_warcfile.warc.gz cut at 60% (mid gzip member)"))
+                          "tests/data/warc_resiliparse_warcfile.warc.gz cut at 60% (mid gzip member)"))
 
     # Records with lying lengths in the middle of a file: a parser must resync or stop, not hang.
     liar = directory / "lying-length.warc"

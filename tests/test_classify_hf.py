@@ -185,3 +185,21 @@ def test_empty_and_bad_inputs(rigged_dir):
     assert [len(x) for x in out] == [0, 2, 1]
     assert clf.predict([[]]) == [[]]
     assert clf.predict([]) == []
+
+
+def test_published_style_config_loads_natively(tmp_path):
+    """EuroBERT checkpoints on the Hub carry a top-level rope_theta and an auto_map to remote
+    code: they must load with transformers' own EuroBERT, no remote code, right rotary base."""
+    import json
+
+    directory = save_tiny_classifier(tmp_path / "legacy", seed=3)
+    config = json.loads((directory / "config.json").read_text())
+    config.pop("rope_parameters")
+    config["rope_theta"] = 250000.0
+    config["auto_map"] = {"AutoModelForTokenClassification": "modeling_eurobert.EuroBertForTokenClassification"}
+    (directory / "config.json").write_text(json.dumps(config))
+    clf = load_hf_classifier(str(directory), device="cpu")
+    assert type(clf.model).__module__.startswith("transformers.models.eurobert")
+    head_dim = clf.model.config.hidden_size // clf.model.config.num_attention_heads
+    expected = 1.0 / (250000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+    torch.testing.assert_close(clf.model.model.rotary_emb.inv_freq, expected)

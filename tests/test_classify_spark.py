@@ -39,7 +39,7 @@ def _expected(blocks):
 
 def test_classify_dataframe_labels_and_passthrough(spark, rigged_dir):
     rows = _pages(40)
-    df = spark.createDataFrame(rows, "doc_id string, url string, blocks array<string>").repartition(3)
+    df = spark.createDataFrame(rows, "doc_id string, url string, blocks array<string>").repartition(2)
     previous = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "4")   # many Arrow batches
     try:

@@ -137,7 +137,8 @@ def test_extract_job_on_warc_files(spark, tmp_path, data_dir, tiny_model, capsys
     for name in ("warc_resiliparse_warcfile.warc.gz", "warc_resiliparse_clipped.warc.gz"):
         shutil.copy(data_dir / name, warcs / name)
     out_path = str(tmp_path / "out")
-    code = ExtractJob().main(["--input", str(warcs), "--output", out_path, "--model", tiny_model, "--show", "0"])
+    code = ExtractJob().main(["--input", str(warcs), "--output", out_path, "--model", tiny_model, "--show", "0",
+                              "--drop-html"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "rows 17" in printed and "rejects 1" in printed
@@ -148,3 +149,4 @@ def test_extract_job_on_warc_files(spark, tmp_path, data_dir, tiny_model, capsys
     # Ingest columns pass through; the ingest's own `error` column is the output's `error` now.
     assert {"record_id", "warc_date", "source_file", "offset", "declared_charset"} <= set(out.columns)
     assert out.where("error is not null").count() == 0
+    assert "html" not in out.columns and rejects[0].html  # --drop-html: rejects keep the page

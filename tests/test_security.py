@@ -58,6 +58,8 @@ def test_pickle_only_checkpoint_is_refused_and_never_unpickled(tmp_path):
     with pytest.raises(ModelLoadError, match="safetensors"):
         load_classifier(str(checkpoint), device="cpu")
     assert not marker.exists(), "the pickle payload was executed"
+    pickle.loads((checkpoint / "pytorch_model.bin").read_bytes())  # control: unpickling runs it
+    assert marker.exists()
 
 
 def test_pickle_next_to_safetensors_is_ignored(tmp_path):
@@ -98,6 +100,13 @@ def test_remote_code_in_checkpoint_is_not_executed_by_default(tmp_path):
     except Exception:  # noqa: BLE001 - refusing is fine; running the code is not
         pass
     assert not marker.exists(), "custom code from the checkpoint ran without trust_remote_code"
+    # Control: asked for explicitly, the same checkpoint's code does run (so the marker
+    # above would have shown it).
+    try:
+        load_classifier(str(checkpoint), device="cpu", trust_remote_code=True)
+    except Exception:  # noqa: BLE001 - the evil model is not a working model
+        pass
+    assert marker.exists()
 
 
 # --- no fetching ------------------------------------------------------------------
@@ -150,19 +159,31 @@ def pages_pointing_at(base: str) -> list[str]:
     ]
 
 
-def test_extractor_fetches_no_url_found_in_pages(trap_server):
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory):
+    """A local safetensors checkpoint: the extraction path without the embedded model."""
+    from helpers_models import save_tiny_classifier
+
+    return save_tiny_classifier(tmp_path_factory.mktemp("tiny-model") / "tiny")
+
+
+def test_extractor_fetches_no_url_found_in_pages(trap_server, tiny_checkpoint):
     from pulpie_spark.extractor import Extractor
 
-    extractor = Extractor(links=True, images=True)
+    extractor = Extractor(str(tiny_checkpoint), device="cpu", links=True, images=True)
     results = extractor.extract_batch(pages_pointing_at(trap_server))
     assert all(r.error is None for r in results), [r.error for r in results]
-    assert "ferry leaves at dawn" in results[0].text
+    assert all(r.n_blocks > 0 for r in results)
     assert CountingHandler.requests == [], f"fetched: {CountingHandler.requests}"
+    # Control: the trap does count a request when one is made.
+    import urllib.request
+
+    urllib.request.urlopen(f"{trap_server}/control", timeout=10).read()
+    assert CountingHandler.requests == ["/control"]
 
 
-def test_pure_extraction_works_with_network_disabled(monkeypatch, trap_server):
-    """Model loading, segmentation, classification, rendering: no socket needed."""
-    attempts = []
+def disable_network(monkeypatch) -> list:
+    attempts: list = []
 
     def refuse(*args, **kwargs):
         attempts.append(args[1:] if len(args) > 1 else args)
@@ -172,13 +193,32 @@ def test_pure_extraction_works_with_network_disabled(monkeypatch, trap_server):
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    return attempts
 
+
+def test_pure_extraction_with_local_checkpoint_works_with_network_disabled(monkeypatch, trap_server,
+                                                                          tiny_checkpoint):
+    """Loading a local checkpoint (transformers), segmentation, classification,
+    rendering: no socket is opened, not even to ask a hub."""
+    pages = pages_pointing_at(trap_server)
+    attempts = disable_network(monkeypatch)
     from pulpie_spark.extractor import Extractor
 
-    extractor = Extractor(links=True, images=True)
-    result = extractor.extract(pages_pointing_at(trap_server)[0])
+    extractor = Extractor(str(tiny_checkpoint), device="cpu", links=True, images=True)
+    result = extractor.extract(pages[0])
+    assert result.error is None and result.n_blocks > 0
+    assert attempts == [], f"connection attempts: {attempts}"
+
+
+def test_default_model_extraction_works_with_network_disabled(monkeypatch, trap_server):
+    pages = pages_pointing_at(trap_server)
+    attempts = disable_network(monkeypatch)
+    from pulpie_spark.extractor import Extractor
+
+    result = Extractor(links=True, images=True).extract(pages[0])
     assert result.error is None and "harbour master" in result.text
     assert attempts == [], f"connection attempts: {attempts}"
+    assert CountingHandler.requests == []
 
 
 def load_job(name: str):

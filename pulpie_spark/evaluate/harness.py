@@ -3,7 +3,8 @@
 Inputs: our Parquet schema (``html``, ``gold_text``, ``source``, ``split``, ...) or
 WebMainBench JSONL (``html``, ``convert_main_content``, ``meta.level``). Every
 extractor sees the same pages in the same run; per page we keep its text and the
-seconds it took on one core, so pages/s per core = pages / summed seconds.
+CPU seconds it took (process CPU time of the worker: extraction runs single-threaded,
+torch with one thread), so pages/s per core = pages / summed CPU seconds; wall seconds are kept too.
 
 Workers are processes (``multiprocessing``, spawn): each loads the model once.
 """
@@ -145,11 +146,14 @@ def _run_page(args) -> dict:
         runners.insert(0, ("model", _WORKER["model"]))
     for name, fn in runners:
         start = time.perf_counter()
+        cpu_start = time.process_time()
         try:
             text, error = fn(html), None
         except Exception as exc:  # a failing page scores 0; it is counted, never lost
             text, error = "", f"{type(exc).__name__}: {exc}"[:200]
         row[f"{name}_seconds"] = time.perf_counter() - start
+        # CPU time of this worker process: on a shared machine wall time measures the neighbours too.
+        row[f"{name}_cpu_seconds"] = time.process_time() - cpu_start
         row[f"{name}_text"] = text
         row[f"{name}_error"] = error
     return row
@@ -186,7 +190,7 @@ def score(results: pd.DataFrame, extractors: Sequence[str] = ("model", TRAFILATU
             refs = part["reference"].fillna("").tolist()
             rouge = [rouge_n_f1(t, r, 5) for t, r in zip(texts, refs)]
             shingle = shingle_scores(shingle_tp_fp_fn(t, r) for t, r in zip(texts, refs))
-            seconds = float(part[f"{name}_seconds"].sum())
+            seconds = float(part[f"{name}_cpu_seconds"].sum())
             rows.append({"extractor": name, "group": group, "pages": len(part),
                          "rouge5_f1": sum(rouge) / len(rouge) if rouge else 0.0,
                          "shingle_precision": shingle["precision"], "shingle_recall": shingle["recall"],

@@ -31,6 +31,7 @@ _P = "_px_"  # prefix of working columns: never collides with a user's column
 class ExtractOptions:
     model: str = "default"
     keep_main_html: bool = False
+    drop_html: bool = False   # leave the raw HTML out of the output (rejects always keep it)
     links: bool = False
     images: bool = False
     device: str | None = None
@@ -139,7 +140,8 @@ def output_frame(processed, input_cols: list[str], options: ExtractOptions):
     from pyspark.sql import functions as F
 
     # Input columns that the output defines anew (e.g. the ingest's `error`) are replaced.
-    kept = [c for c in input_cols if c not in OUTPUT_COLUMNS]
+    kept = [c for c in input_cols if c not in OUTPUT_COLUMNS
+            and not (options.drop_html and c == options.html_col)]
     cols = [F.col(c) for c in kept] + [
         F.col("doc_id"),
         F.col(_P + "markdown").alias("markdown"),
