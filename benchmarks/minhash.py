@@ -81,6 +81,7 @@ def main() -> None:
     parser.add_argument("--num-perm", type=int, default=112)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pairs-per-level", type=int, default=30)
+    parser.add_argument("--threshold", type=float, default=0.7)
     args = parser.parse_args()
 
     docs, source = load_docs(args.docs)
@@ -96,13 +97,16 @@ def main() -> None:
     print(f"{'pulpie-spark minhash':28s}{ours_rate:14.1f}{ours_rate / ds_rate:9.2f}")
 
     rng = random.Random(1)
-    levels = (0.95, 0.9, 0.8, 0.7, 0.5, 0.3)
+    levels = (0.95, 0.92, 0.8, 0.7, 0.45, 0.3)
     pairs = planted_pairs(rng, docs, levels, args.pairs_per_level)
-    err_true, err_ds_true, err_ours_ds = [], [], []
+    err_true, err_ds_true, err_ours_ds, found = [], [], [], []
+    bands, rows = minhash.optimal_bands_rows(args.threshold, args.num_perm) if args.num_perm != 112 else (14, 8)
     for a, b in pairs:
         truth = minhash.jaccard(minhash.shingle_set(a), minhash.shingle_set(b))
         sig = minhash.signatures([a, b], num_perm=args.num_perm)
         est = float(minhash.estimate_jaccard(sig[0], sig[1]))
+        band = minhash.band_hashes(sig, bands, rows)
+        found.append((truth, bool((band[0] == band[1]).any()) and est >= args.threshold))
         est_ds = datasketch_signature(a, args.num_perm).jaccard(datasketch_signature(b, args.num_perm))
         err_true.append(abs(est - truth))
         err_ds_true.append(abs(est_ds - truth))
@@ -112,6 +116,13 @@ def main() -> None:
     print(f"  ours vs true                 {statistics.mean(err_true):.4f}")
     print(f"  ours vs datasketch           {statistics.mean(err_ours_ds):.4f}")
     print(f"  max abs error ours vs true   {max(err_true):.4f}")
+    high = [ok for j, ok in found if j >= 0.9]
+    low = [ok for j, ok in found if j < 0.5]
+    print(f"\nLSH {bands}x{rows} + signature verification at {args.threshold}:")
+    if high:
+        print(f"  recall, pairs with J >= 0.9:        {sum(high) / len(high):.3f} ({sum(high)}/{len(high)})")
+    if low:
+        print(f"  false positives, pairs with J < 0.5: {sum(low) / len(low):.3f} ({sum(low)}/{len(low)})")
 
 
 if __name__ == "__main__":

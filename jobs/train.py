@@ -77,6 +77,8 @@ class TrainJob(SparkJob):
         parser.add_argument("--batch-pages", type=int, default=16)
         parser.add_argument("--lr", type=float, default=2e-3)
         parser.add_argument("--patience", type=int, default=4)
+        parser.add_argument("--max-minutes", type=float, default=None,
+                            help="stop after the epoch that crosses this training-time budget")
         parser.add_argument("--seed", type=int, default=13)
         parser.add_argument("--threads", type=int, default=1, help="torch threads per training process")
         parser.add_argument("--hidden", type=int, default=96)
@@ -129,6 +131,7 @@ class TrainJob(SparkJob):
              "gold_recall": r.gold_recall} for r in cache.itertuples(index=False))))
         cfg = TrainConfig(epochs=args.epochs, batch_pages=args.batch_pages, lr=args.lr,
                           patience=args.patience, seed=args.seed, threads=args.threads,
+                          max_minutes=args.max_minutes,
                           device="cuda" if args.use_gpu else "cpu")
         cfg_dict = {k: v for k, v in cfg.__dict__.items() if k != "model"}
         cfg_dict["model"] = {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets}

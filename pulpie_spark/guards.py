@@ -11,7 +11,7 @@ Spark task. Per-page work in UDFs therefore goes through these helpers::
         except DeadlineExceeded:
             reason = REASON_TIMEOUT
 
-or, in one call, ``result, reason = guard_page(simplify, html)``.
+or, in one call (size, structure and time), ``result, reason = guard_page(simplify, html)``.
 
 Time bound (``call_with_deadline``)
     * In the main thread of a POSIX process (the PySpark 4 Python worker runs
@@ -38,6 +38,12 @@ Size bound (``MAX_HTML_BYTES``, ``check_html_size``)
     ``PULPIE_MAX_HTML_BYTES``; on a cluster set it for executors with
     ``spark.executorEnv.PULPIE_MAX_HTML_BYTES``. The per-page time default
     (``PULPIE_PAGE_TIMEOUT_S``, 30 s) is set the same way.
+
+Structure bound (``check_html_structure``, part of ``guard_page``)
+    The HTML parser (lexbor, in C) is quadratic in nesting depth and in attributes
+    per tag, and a deadline cannot interrupt C code. A linear scan estimates both
+    and rejects ``"html_too_deep"`` (over ``PULPIE_MAX_HTML_DEPTH``, default 10,000)
+    or ``"html_too_many_attributes"`` (over 5,000 on one tag) before parsing.
 
 Memory bound
     Spark's own ``spark.executor.pyspark.memory`` caps the address space of each

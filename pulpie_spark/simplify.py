@@ -10,18 +10,21 @@ passes:
    once (``doc.html``) and tokenize that well-formed string into a light element tree in
    lxml's text/tail model, which is the model the reference rules are written in (where a
    removed element's tail goes, what counts as "direct text" of an element);
-2. compute table types, list types and "has block descendants" bottom-up (no per-node
-   subtree scans, so nested tables/lists stay linear);
+2. classify tables and lists (walks that stop at the first decisive node), then compute
+   "is a block" / "has block descendants" bottom-up in one pass over the elements;
 3. walk the tree with an explicit stack to cut it into paragraphs (block elements and
    inline runs), in document order;
 4. per paragraph: keep class/id (img src/alt), shorten lists, drop empty blocks, cut text
-   at 500 characters, serialize like lxml's HTML serializer and collapse whitespace;
+   at 500 characters, serialize like lxml's HTML serializer (libxml2's escaping, URI
+   escaping of ``src``, no end tag for void elements or an empty ``<li>``) and collapse
+   whitespace;
 5. the map HTML is the lexbor serialization with ``_item_id`` attributes and
    ``<cc-alg-uc-text>`` wrappers spliced in at recorded string offsets.
 
 Where the reference has quirks (a hidden element's tail text moves *into* the previous
 sibling when that sibling has no tail; an ``<img>`` without ``src`` hides its own tail
-from the emptiness test; inline runs directly under ``<body>`` are dropped; elements that
+from the emptiness test; an inline run directly under ``<body>`` survives only as a single
+element; identical blocks are only de-duplicated for text-only runs of one parent; elements that
 HTML5 treats as void but libxml2 does not, such as ``<wbr>``, swallow their following
 siblings), the quirk is reproduced, because the models learned from that output.
 """
@@ -61,9 +64,9 @@ _INVISIBLE_STYLE = {
 }
 _NO_CALC_TEXT_TAGS = frozenset({"math", "table"})
 _WRAPPER_TAG = "cc-alg-uc-text"
-# Elements whose run wrapper cannot exist in the reference (its fragment parse of a
-# <body>/<html> copy fails, so those blocks never appear).
-_UNWRAPPABLE = frozenset({"body", "html"})
+# The reference re-parses each paragraph as an HTML fragment; a copy of <html> never
+# survives that (and a copy of <body> only in the case _body_fragment handles).
+_UNWRAPPABLE = frozenset({"html", "#root"})
 
 # libxml2 (the reference's parser) knows these as empty; lexbor's HTML5 list is longer.
 _LIBXML_VOID = frozenset({
@@ -76,7 +79,6 @@ _HTML5_VOID = frozenset({
 })
 # HTML5-void elements libxml2 treats as containers: they stay open until the parent closes.
 _SWALLOWING = _HTML5_VOID - _LIBXML_VOID
-_RAW_TEXT = frozenset({"script", "style", "xmp", "iframe", "noembed", "noframes", "plaintext"})
 
 # One token per match: a raw-text element whole (g1-g3), a start/end tag (g4-g6), a
 # comment or doctype (g7), or text (g8). lexbor's serialization is well-formed: tags never
@@ -90,7 +92,6 @@ _TOKEN = re.compile(
 )
 _WS = re.compile(r"\s+")
 _PRIVATE_MARKS = re.compile("[\ue000-\ue002]")
-_MAP_START = re.compile("\ue000(\\d+)\ue001")
 
 
 @dataclass
@@ -570,6 +571,20 @@ def _shorten_list(node) -> None:
             node[_KIDS] = kids[dts[0]:dts[1]] + [["span", None, "...", None, []]] + kids[dts[-1]:]
 
 
+def _body_fragment(top):
+    """What the reference's fragment parse makes of a copy of <body>: its one child element
+    when there is exactly one and no text around it, else nothing."""
+    text = top[_TEXT]
+    kids = top[_KIDS]
+    if (text and text.strip()) or len(kids) != 1:
+        return None
+    kid = kids[0]
+    if kid[_TAIL] and kid[_TAIL].strip():
+        return None
+    kid[_TAIL] = None
+    return kid
+
+
 def _meaningful(top) -> bool:
     """Rule 7's emptiness test, with the reference's order of checks."""
     stack = [(top, True)]
@@ -816,14 +831,12 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     inserts: list[tuple[int, int, str]] = []  # (offset, order, text) spliced into the map
     seen_runs: set = set()
     for kind, el, items, run_start, run_end in paragraphs:
+        if el.tag in _UNWRAPPABLE:
+            continue
         if kind == "block":
-            if el.tag in _UNWRAPPABLE or el.tag == "#root":
-                continue
             copy = _copy(el)
             copy[_TAIL] = None
         else:
-            if el.tag in _UNWRAPPABLE or el.tag == "#root":
-                continue
             if all(isinstance(i, str) for i in items):
                 # The reference de-duplicates paragraphs by their HTML, which carries a
                 # per-node uuid: only text-only runs of the same parent ever coincide.
@@ -832,6 +845,12 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
                     continue
                 seen_runs.add(key)
             copy = _run_copy(el, items)
+        if el.tag == "body":
+            originals = el.children if kind == "block" else [i for i in items if not isinstance(i, str)]
+            copy = _body_fragment(copy)
+            if copy is None:
+                continue
+            kind, el = "block", originals[0]
         if not _meaningful(copy):
             continue
         _truncate(copy, cutoff_length)

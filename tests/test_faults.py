@@ -212,11 +212,20 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A tiny local safetensors checkpoint (tests/helpers_models.py): the real HF model
+    path on the executors, independent of the embedded default model."""
+    from helpers_models import save_tiny_classifier
+
+    return save_tiny_classifier(tmp_path_factory.mktemp("fault-model") / "tiny")
+
+
+@pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     return write_input(tmp_path_factory.mktemp("fault-input") / "pages")
 
 
-def extract_command(cluster: Cluster, pages: Path, output: Path) -> list[str]:
+def extract_command(cluster: Cluster, pages: Path, output: Path, model: Path) -> list[str]:
     conf = {
         "spark.executor.memory": "768m",
         "spark.executor.cores": "1",
@@ -234,7 +243,8 @@ def extract_command(cluster: Cluster, pages: Path, output: Path) -> list[str]:
         "spark.executorEnv.OMP_NUM_THREADS": "1",
     }
     cmd = [sys.executable, str(ROOT / "jobs" / "extract.py"), "--master", cluster.url,
-           "--input", str(pages), "--output", str(output), "--show", "0", "--log-level", "WARN"]
+           "--input", str(pages), "--output", str(output), "--model", str(model), "--device", "cpu",
+           "--show", "0", "--log-level", "WARN"]
     for key, value in conf.items():
         cmd += ["--spark-conf", f"{key}={value}"]
     return cmd
@@ -263,12 +273,12 @@ def require_extract_job():
         pytest.fail("jobs/extract.py does not exist yet")
 
 
-def test_worker_loss_and_driver_restart_give_the_reference_output(cluster, pages, tmp_path):
+def test_worker_loss_and_driver_restart_give_the_reference_output(cluster, pages, model_dir, tmp_path):
     require_extract_job()
 
     # 1. Reference run.
     reference = tmp_path / "reference"
-    rc = run_driver(cluster, extract_command(cluster, pages, reference), tmp_path / "reference.log")
+    rc = run_driver(cluster, extract_command(cluster, pages, reference, model_dir), tmp_path / "reference.log")
     assert rc == 0, (tmp_path / "reference.log").read_text(errors="replace")[-4000:]
     ref_rows, ref_hash, ref_ids = canonical_rows(reference)
     ref_rej_rows, ref_rej_hash, ref_rej_ids = canonical_rows(Path(str(reference) + "_rejects"))
@@ -290,7 +300,7 @@ def test_worker_loss_and_driver_restart_give_the_reference_output(cluster, pages
         return False
 
     lost_worker = tmp_path / "lost-worker"
-    rc = run_driver(cluster, extract_command(cluster, pages, lost_worker), tmp_path / "lost-worker.log",
+    rc = run_driver(cluster, extract_command(cluster, pages, lost_worker, model_dir), tmp_path / "lost-worker.log",
                     on_progress=kill_worker_after_first_tasks)
     assert killed, "the job finished before a worker could be killed"
     assert rc == 0, (tmp_path / "lost-worker.log").read_text(errors="replace")[-4000:]
@@ -311,7 +321,7 @@ def test_worker_loss_and_driver_restart_give_the_reference_output(cluster, pages
             return True
         return False
 
-    command = extract_command(cluster, pages, restarted)
+    command = extract_command(cluster, pages, restarted, model_dir)
     rc = run_driver(cluster, command, tmp_path / "killed-driver.log", on_progress=kill_driver_after_first_tasks)
     assert rc != 0, "the driver was not killed mid-job"
     rc = run_driver(cluster, command, tmp_path / "restarted.log")

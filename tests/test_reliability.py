@@ -190,6 +190,32 @@ def test_page_over_deadline_becomes_timeout_reject(spark):
     assert got["fast"][0] is None and got["fast"][1] >= 1
 
 
+def test_page_over_worker_memory_limit_becomes_reject(spark):
+    """With ``spark.executor.pyspark.memory`` set, Spark caps each Python worker's
+    address space (it passes PYSPARK_EXECUTOR_MEMORY_MB; the worker sets RLIMIT_AS).
+    A page whose processing needs more becomes an ``out_of_memory`` reject; the
+    worker and the other rows of the task go on."""
+    import pandas as pd
+
+    def extract(batches):
+        from pulpie_spark.guards import guard_page
+
+        def work(html):
+            if html == "greedy":
+                return len(bytearray(16 * 1024**3))  # 16 GiB: far above the cap
+            return len(html)
+
+        for batch in batches:
+            results = [guard_page(work, h) for h in batch["html"]]
+            yield pd.DataFrame({"id": batch["id"], "n": [r for r, _ in results],
+                                "reason": [why for _, why in results]})
+
+    df = spark.createDataFrame([(1, "<p>a</p>"), (2, "greedy"), (3, "<p>c</p>")], "id long, html string")
+    with worker_environment(spark, PYSPARK_EXECUTOR_MEMORY_MB="4096"):
+        rows = sorted(df.coalesce(1).mapInPandas(extract, "id long, n long, reason string").collect())
+    assert [(r.id, r.n, r.reason) for r in rows] == [(1, 8, None), (2, None, "out_of_memory"), (3, 8, None)]
+
+
 # --- ingest -----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -112,6 +112,15 @@ def test_rule6_runs_wrapped_in_parent_copy_and_duplicates_dropped(reference_case
     assert sum("mid" in b for b in blocks) == 1
 
 
+def test_rule6_runs_directly_in_body(reference_cases):
+    # The reference re-parses each block as an HTML fragment: a copy of <body> survives
+    # only as its single child element, with no text around it.
+    case = reference_cases["rule6_body_level_runs"]
+    page = simplify(case["html"])
+    assert page.blocks == case["blocks"]
+    assert '<img _item_id="2" src="http://x/t.gif">' in page.map_html
+
+
 def test_rule7_attributes_images_and_empty_blocks(reference_cases):
     case = reference_cases["rule7_attrs"]
     assert blocks_of(case["html"]) == case["blocks"]

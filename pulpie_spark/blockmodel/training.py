@@ -50,6 +50,7 @@ class TrainConfig:
     distill_alpha: float = 0.7
     distill_temperature: float = 2.0
     max_blocks: int = 1024               # longer pages are cut into windows of this many blocks
+    max_minutes: float | None = None     # stop after the epoch that crosses this wall-clock budget
     device: str = "cpu"
     model: BlockModelConfig = field(default_factory=BlockModelConfig)
 
@@ -220,6 +221,10 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
             bad_epochs += 1
             if bad_epochs >= cfg.patience:
                 break
+        if cfg.max_minutes is not None and time.perf_counter() - start > 60 * cfg.max_minutes:
+            if rank == 0:
+                log.info("stopping after epoch %d: time budget of %.0f min used", epoch + 1, cfg.max_minutes)
+            break
     if best_state is not None:
         model.load_state_dict(best_state)
     report = {"best_epoch": best_epoch, "best_dev_word_f1": best_f1, "history": history,

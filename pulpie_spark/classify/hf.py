@@ -23,9 +23,10 @@ from pulpie_spark.classify.inference import chunk_main_probs, scatter_page_probs
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_TOKENS = {"cuda": 65536, "cpu": 16384}
-# Strings are cut to this many characters per budget token before tokenizing: far more
-# than any real tokenizer needs, and the full string is re-tokenized if the cut one
-# comes out short, so the ids are exactly those of the full string.
+# A huge block (a 5 MB table) is cut to this many characters per budget token before
+# tokenizing, so its cost is bounded. The cut only changes tokens at the cut, far beyond
+# the chunk budget; if the cut string yields fewer than max_tokens ids the full string is
+# tokenized instead, so the ids the model sees are those of the full string.
 _CHARS_PER_TOKEN_CUT = 64
 
 

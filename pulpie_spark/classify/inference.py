@@ -46,29 +46,43 @@ def chunk_main_probs(model, chunks: Sequence[Chunk], *, batch_tokens: int, pad_i
     """P(main) at each chunk's seps (float32 array per chunk, in ``chunks`` order)."""
     import torch
 
-    results: list[np.ndarray | None] = [None] * len(chunks)
     lengths = [len(c.input_ids) for c in chunks]
-    for batch in plan_batches(lengths, batch_tokens, pad_multiple=pad_multiple):
-        width = round_up(lengths[batch[0]], pad_multiple)
-        input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
-        rows, cols = [], []
-        for row, i in enumerate(batch):
-            ids = chunks[i].input_ids
-            input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-            attention_mask[row, : len(ids)] = 1
-            rows.extend([row] * len(chunks[i].sep_positions))
-            cols.extend(chunks[i].sep_positions)
-        with torch.inference_mode():
-            logits = model(input_ids=input_ids.to(device),
-                           attention_mask=attention_mask.to(device)).logits
-            sep_logits = logits[torch.tensor(rows, device=logits.device),
-                                torch.tensor(cols, device=logits.device)]
-            probs = torch.softmax(sep_logits.float(), dim=-1)[:, main_index].cpu().numpy()
-        start = 0
+    batches = plan_batches(lengths, batch_tokens, pad_multiple=pad_multiple)
+    # Probabilities stay on the device until every batch is queued: no host sync per
+    # batch, so building the next batch on the CPU overlaps the GPU's work.
+    on_cuda = str(device).startswith("cuda")
+
+    def to_device(t):
+        # Pinned + non_blocking: the copy is queued behind the running batch instead of
+        # blocking the host until the GPU is idle.
+        return t.pin_memory().to(device, non_blocking=True) if on_cuda else t.to(device)
+
+    pending = []
+    with torch.inference_mode():
+        for batch in batches:
+            width = round_up(lengths[batch[0]], pad_multiple)
+            input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+            attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
+            rows, cols = [], []
+            for row, i in enumerate(batch):
+                ids = chunks[i].input_ids
+                input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+                attention_mask[row, : len(ids)] = 1
+                rows.extend([row] * len(chunks[i].sep_positions))
+                cols.extend(chunks[i].sep_positions)
+            logits = model(input_ids=to_device(input_ids), attention_mask=to_device(attention_mask)).logits
+            index_rows = to_device(torch.tensor(rows, dtype=torch.long))
+            index_cols = to_device(torch.tensor(cols, dtype=torch.long))
+            sep_logits = logits[index_rows, index_cols].float()
+            pending.append(torch.softmax(sep_logits, dim=-1)[:, main_index])
+        flat = torch.cat(pending).cpu().numpy().astype(np.float32) if pending else np.zeros(0, np.float32)
+
+    results: list[np.ndarray | None] = [None] * len(chunks)
+    start = 0
+    for batch in batches:
         for i in batch:
             n = len(chunks[i].sep_positions)
-            results[i] = probs[start:start + n].astype(np.float32)
+            results[i] = flat[start:start + n]
             start += n
     return results  # type: ignore[return-value]
 

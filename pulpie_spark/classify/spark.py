@@ -200,6 +200,7 @@ def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks"
     if blocks_col not in df.columns:
         raise ValueError(f"classify_dataframe: no column {blocks_col!r} in {df.columns}")
     spark = df.sparkSession
+    _warn_on_unbounded_arrow_batches(spark)
     spec = prepare_model(spark, model, device=device, batch_tokens=batch_tokens)
     keep = [c for c in df.columns if c not in OUTPUT_COLUMNS]
     fn = functools.partial(classify_batches, spec=spec, blocks_col=blocks_col,
@@ -210,6 +211,18 @@ def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks"
     if profile is not None:
         return df.mapInPandas(fn, schema, profile=profile)
     return df.mapInPandas(fn, schema)
+
+
+def _warn_on_unbounded_arrow_batches(spark) -> None:
+    """One Arrow batch is held in a worker (blocks, tokens) at once: Spark's defaults
+    (10,000 records, no byte bound) are far too big for pages of web HTML."""
+    records = int(_conf(spark, "spark.sql.execution.arrow.maxRecordsPerBatch") or 10000)
+    byte_bound = _conf(spark, "spark.sql.execution.arrow.maxBytesPerBatch")
+    if records > 2048 or byte_bound is None:
+        log.warning("classify: Arrow batches of up to %d records%s; set "
+                    "spark.sql.execution.arrow.maxRecordsPerBatch (e.g. 256) and "
+                    "spark.sql.execution.arrow.maxBytesPerBatch (e.g. 64m) to bound worker memory",
+                    records, "" if byte_bound else " with no byte bound")
 
 
 # -------------------------------------------------------------------------- executor side

@@ -36,7 +36,9 @@ class CurateResult:
 
     @property
     def kept(self) -> DataFrame:
-        return self.annotated.where(F.col("reason").isNull()).drop("reason", "removed_stage")
+        # the removal columns are null on every kept row
+        return self.annotated.where(F.col("reason").isNull()).drop(
+            "reason", "removed_stage", "duplicate_of", "exact_duplicate_of", "near_duplicate_of")
 
     @property
     def removed(self) -> DataFrame:
