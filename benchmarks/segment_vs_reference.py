@@ -10,7 +10,7 @@ and the share of pages whose block lists are identical (as text and as exact HTM
 
 Speed (CPU seconds, ``time.process_time``, so other load on the machine counts less): our
 ``simplify`` and pulpie 0.0.2's own ``simplify`` run on the same dev pages, one process each,
-one page at a time, in this run (pulpie in its own venv,
+one page at a time, concurrently in this run (both see the same machine load) (pulpie in its own venv,
 ``benchmarks/.venv-pulpie`` with ``pulpie==0.0.2 --no-deps``, ``selectolax<1.0``, ``lxml``,
 ``beautifulsoup4``, ``pyarrow``). Both get text decoded by ``pulpie_spark.decode``; decoding
 is timed on our side only (it is part of our ``simplify``).
@@ -108,7 +108,8 @@ def load_pages(data: Path, split: str | None):
     return pages
 
 
-def run_pulpie(pages, python: Path) -> dict | None:
+def start_pulpie(pages, python: Path):
+    """Start pulpie 0.0.2's simplify on ``pages`` in its own venv; returns a handle or None."""
     if not python.exists():
         return None
     wanted: dict[str, list[str]] = {}
@@ -117,18 +118,26 @@ def run_pulpie(pages, python: Path) -> dict | None:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(wanted, fh)
         ids_file = fh.name
+    proc = subprocess.Popen(
+        [str(python), "-c", PULPIE_RUNNER, str(ROOT), ids_file],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
+    return proc, ids_file
+
+
+def finish_pulpie(handle) -> dict | None:
+    if handle is None:
+        return None
+    proc, ids_file = handle
     try:
-        proc = subprocess.run(
-            [str(python), "-c", PULPIE_RUNNER, str(ROOT), ids_file],
-            capture_output=True, text=True, timeout=3600,
-            env={**os.environ, "PYTHONPATH": ""},
-        )
+        out, err = proc.communicate(timeout=3600)
     finally:
         os.unlink(ids_file)
     if proc.returncode != 0:
-        print("pulpie run failed:", proc.stderr[-2000:], file=sys.stderr)
+        print("pulpie run failed:", err[-2000:], file=sys.stderr)
         return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -141,6 +150,9 @@ def main() -> None:
     args = ap.parse_args()
 
     dev = load_pages(args.data, "dev")
+    # pulpie runs at the same time as ours, so both see the same load on a shared machine;
+    # each reports its own process CPU time.
+    pulpie = None if args.skip_pulpie else start_pulpie(dev, args.pulpie_python)
     per_source: dict[str, list[tuple[float, bool, bool]]] = {}
     ours_seconds = 0.0
     worst = []
@@ -179,7 +191,7 @@ def main() -> None:
         print(f"  pulpie 0.0.2 as recorded in reference/*.parquet (seconds column): {rate:8.1f} pages/s"
               f" -> ratio {ours_rate / rate:.1f}x")
     if not args.skip_pulpie:
-        ref = run_pulpie(dev, args.pulpie_python)
+        ref = finish_pulpie(pulpie)
         if ref is None:
             print("  pulpie 0.0.2 simplify: not run (no benchmarks/.venv-pulpie)")
         else:

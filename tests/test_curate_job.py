@@ -5,6 +5,7 @@ rerun gives the same rows."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -101,6 +102,9 @@ def test_curate_job_end_to_end(spark, extracted, first_run):
     assert html.count("data:image/png;base64,") >= 3
 
 
+@pytest.mark.skipif(not os.environ.get("PULPIE_SLOW_TESTS"),
+                    reason="a second full job run (~30 s idle); set PULPIE_SLOW_TESTS=1. "
+                           "Partition-independence is tested in test_dedup.py")
 def test_curate_job_rerun_is_identical(extracted, first_run, tmp_path):
     _run(extracted, tmp_path)
     for name in ("curated", "curated_removed"):

@@ -150,3 +150,32 @@ def test_extract_job_on_warc_files(spark, tmp_path, data_dir, tiny_model, capsys
     assert {"record_id", "warc_date", "source_file", "offset", "declared_charset"} <= set(out.columns)
     assert out.where("error is not null").count() == 0
     assert "html" not in out.columns and rejects[0].html  # --drop-html: rejects keep the page
+
+
+# ------------------------------------------------------------------ presets
+
+def test_conf_presets_parse_and_are_consistent():
+    import json
+    import subprocess
+    from pathlib import Path
+
+    from pulpie_spark.spark import read_properties
+
+    conf_dir = Path(__file__).resolve().parents[1] / "conf"
+    presets = {p.stem: read_properties(p) for p in sorted(conf_dir.glob("*.conf"))}
+    assert {"local", "dataproc-gpu", "emr-gpu", "databricks-gpu"} <= set(presets)
+    for name, props in presets.items():
+        assert all(key.startswith("spark.") for key in props), name  # spark-submit drops other keys
+        assert int(props["spark.sql.execution.arrow.maxRecordsPerBatch"]) <= 1024
+        assert props["spark.python.worker.reuse"] == "true"
+        if name.endswith("-gpu"):
+            # CPU tasks take a small GPU share so every core works; classify asks for more.
+            assert float(props["spark.task.resource.gpu.amount"]) < float(props["spark.pulpie.classify.gpuAmount"]) <= 1
+            assert "spark.executor.pyspark.memory" not in props  # its RLIMIT_AS breaks CUDA
+            assert "spark.executor.memoryOverhead" in props
+        if name in ("dataproc-gpu", "emr-gpu"):
+            assert props["spark.dynamicAllocation.enabled"] == "false"
+            assert props["spark.executor.resource.gpu.discoveryScript"] == "./getGpusResources.sh"
+    found = subprocess.run(["bash", str(conf_dir / "getGpusResources.sh")], capture_output=True, text=True, check=True)
+    info = json.loads(found.stdout)
+    assert info["name"] == "gpu" and isinstance(info["addresses"], list)

@@ -54,7 +54,12 @@ def cluster_env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ)
     conf_dir = tmp / "conf"
     conf_dir.mkdir(exist_ok=True)
+    private_tmp = tmp / "tmp"
+    private_tmp.mkdir(exist_ok=True)
     env.update({
+        # The classify stage zips a local checkpoint into the temp dir and serves it to the
+        # executors from there for the whole job: keep other processes' /tmp cleanups away.
+        "TMPDIR": str(private_tmp),
         "SPARK_HOME": str(spark_home()),
         "SPARK_CONF_DIR": str(conf_dir),  # empty: no site spark-defaults leak in
         "SPARK_LOCAL_IP": "127.0.0.1",

@@ -85,8 +85,6 @@ def connected_components(edges: DataFrame, max_iterations: int = 40) -> tuple[Da
          .where(F.col("u") != F.col("v")).distinct())
     e = _cut_lineage(e)
     iterations = 0
-    if e.isEmpty():
-        return e.select(F.col("u").alias("node"), F.col("v").alias("root")), 0
     for iterations in range(1, max_iterations + 1):
         # large-star: every neighbour v > u of u is linked to m(u) = min(N(u) + u)
         both = e.unionByName(e.select(F.col("v").alias("u"), F.col("u").alias("v")))
@@ -126,7 +124,11 @@ def near_dedup(df: DataFrame, near_cfg: Mapping, keep_order: Sequence[Sequence[s
     buckets = buckets.persist()
     candidates = _cut_lineage(edges)
     verified = _cut_lineage(verify_edges(candidates, sigs, df.select("doc_id", text_col), near_cfg))
-    comps, iterations = connected_components(verified.select("src", "dst"), int(near_cfg["max_cc_iterations"]))
+    n_verified = verified.count()
+    if n_verified:
+        comps, iterations = connected_components(verified.select("src", "dst"), int(near_cfg["max_cc_iterations"]))
+    else:  # nothing to link: skip the component rounds
+        comps, iterations = df.sparkSession.createDataFrame([], "node string, root string"), 0
     sizes = comps.groupBy("root").agg(F.count(F.lit(1)).alias("near_component_size"))
     comps = _cut_lineage(comps.join(sizes, "root"))
     limit = int(near_cfg["max_component_size"])
@@ -141,7 +143,7 @@ def near_dedup(df: DataFrame, near_cfg: Mapping, keep_order: Sequence[Sequence[s
         "rows": rows,
         "documents_with_signature": sum(size * n for size, n in bucket_hist.items()) // bands,
         "candidate_edges": candidates.count(),
-        "verified_edges": verified.count(),
+        "verified_edges": n_verified,
         "cc_iterations": iterations,
         "bucket_size_histogram": dict(sorted(bucket_hist.items())),
         "buckets_over_limit": sum(n for size, n in bucket_hist.items() if size > int(near_cfg["max_bucket_size"])),

@@ -26,14 +26,17 @@ def collect_report(annotated, stats: Mapping, signal_sample_rows: int = SIGNAL_S
     """Aggregate an annotated curate table (``CurateResult.annotated``) into a JSON-able dict."""
     from pyspark.sql import functions as F
 
-    by_reason = annotated.groupBy("removed_stage", "reason").count().collect()
+    tagged_flag = (F.col("reason").isNull() & (F.size(F.coalesce("quality_fails", F.array())) > 0)
+                   if "quality_fails" in annotated.columns else F.lit(False))
+    by_reason = annotated.groupBy("removed_stage", "reason", tagged_flag.alias("tagged")).count().collect()
     total = sum(r["count"] for r in by_reason)
+    tagged = sum(r["count"] for r in by_reason if r["tagged"])
     removed_at = {stage: 0 for stage in STAGES}
     reasons: dict[str, int] = {}
     for r in by_reason:
         if r["reason"] is not None:
             removed_at[r["removed_stage"]] += r["count"]
-            reasons[r["reason"]] = r["count"]
+            reasons[r["reason"]] = reasons.get(r["reason"], 0) + r["count"]
     funnel, remaining = [{"stage": "input", "rows": total}], total
     for stage, label in zip(STAGES, ("valid text", "after quality gates", "after exact dedup", "after near dedup")):
         remaining -= removed_at[stage]
@@ -41,8 +44,6 @@ def collect_report(annotated, stats: Mapping, signal_sample_rows: int = SIGNAL_S
 
     fails = (annotated.where(F.col("quality_fails").isNotNull())
              .select(F.explode("quality_fails").alias("rule")).groupBy("rule").count().collect())
-    tagged = (annotated.where(F.col("reason").isNull() & (F.size("quality_fails") > 0)).count()
-              if "quality_fails" in annotated.columns else 0)
 
     exact_hist: dict[int, int] = {}
     if "exact_group_size" in annotated.columns:

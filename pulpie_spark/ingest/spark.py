@@ -9,9 +9,10 @@
   ``auto`` - local / ``file:`` paths with ``open()``, ``dbfs:/`` through ``/dbfs``,
   other URIs through ``pyarrow.fs`` (S3, GCS, HDFS, Azure with the executor's
   default credentials), as a seekable stream;
-  ``hadoop`` - Spark's ``binaryFiles`` (the cluster's Hadoop credentials and any
-  filesystem Spark can read; each file is held in the task's memory once, fine for
-  files up to a few hundred MB such as Common Crawl's ~1 GB... split them if larger).
+  ``hadoop`` - Spark's ``binaryFiles``: the cluster's Hadoop credentials and any
+  filesystem Spark can read, but each file is held in the task's memory once (about
+  1 GB for a Common Crawl WARC): use it when the executors' Python cannot reach the
+  storage directly, with executor memory to match.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from urllib.parse import urlparse
 
 from pulpie_spark.ingest.warc import RECORD_FIELDS, iter_warc_records
 
-WARC_SUFFIXES = (".warc", ".warc.gz", ".arc.gz")
+WARC_SUFFIXES = (".warc", ".warc.gz")
 INGEST_DDL = ("record_id string, url string, warc_date timestamp, http_status int, content_type string, "
               "declared_charset string, html binary, source_file string, offset long, doc_id string, "
               "error string, skip_reason string")

@@ -1,0 +1,260 @@
+"""Training and distillation of the default block model (pure torch, no Spark).
+
+Examples are pages: block features (``page_features``), block labels (1 main / 0
+other, from gold text through ``pulpie_spark.labels`` or given), optional teacher
+probabilities and the word count of each block (for the word-weighted dev score).
+
+* loss: class-weighted cross-entropy (main is the minority class on most sources);
+  distillation: ``alpha * T^2 * KL(teacher_T || student_T) + (1 - alpha) * CE(hard)``
+  with alpha 0.7 and T 2.0 (the Pulpie student recipe).
+* early stopping on the dev word-weighted F1 of main blocks (words, not blocks:
+  missing a long paragraph costs more than missing a date).
+* reproducible: seeded torch + numpy shuffling, deterministic algorithms, a fixed
+  thread count (``threads``; the result does not depend on the machine's core count).
+* distributed: when launched with ``WORLD_SIZE > 1`` (TorchDistributor / torchrun) each
+  rank trains on its shard of the pages under DistributedDataParallel (gloo on CPU,
+  nccl on GPU); rank 0 evaluates and saves.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from pulpie_spark.blockmodel.data import PageExample, examples_to_frame, frame_to_examples  # noqa: F401
+from pulpie_spark.blockmodel.model import BlockModelConfig, BlockSequenceModel, collate, save_model
+
+log = logging.getLogger("pulpie_spark.blockmodel")
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 20
+    batch_pages: int = 16
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    patience: int = 4
+    seed: int = 13
+    threads: int = 1
+    main_weight: float | None = None     # None: n_other / n_main of the train blocks, clipped to [1, 5]
+    distill_alpha: float = 0.7
+    distill_temperature: float = 2.0
+    max_blocks: int = 1024               # longer pages are cut into windows of this many blocks
+    max_minutes: float | None = None     # stop after the epoch that crosses this wall-clock budget
+    device: str = "cpu"
+    model: BlockModelConfig = field(default_factory=BlockModelConfig)
+
+
+# ----------------------------------------------------------------------------- training
+
+def set_reproducible(seed: int, threads: int) -> None:
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    torch.set_num_threads(max(1, threads))
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def _windows(examples: Sequence[PageExample], max_blocks: int) -> list[PageExample]:
+    """Cut very long pages into windows so one page cannot dominate a batch's memory."""
+    out = []
+    for e in examples:
+        n = len(e.labels)
+        if n == 0:
+            continue
+        for s in range(0, n, max_blocks):
+            sl = slice(s, s + max_blocks)
+            out.append(PageExample(e.ids[sl], e.numeric[sl], e.labels[sl], e.words[sl],
+                                   None if e.teacher is None else e.teacher[sl]))
+    return out
+
+
+def _length_bucketed_batches(examples: Sequence[PageExample], batch_pages: int,
+                             rng: np.random.RandomState) -> list[np.ndarray]:
+    """Shuffled batches of pages of similar length: padding a 40-block page to the
+    1,000 blocks of its batch neighbour would waste most of the GRU's work."""
+    order = rng.permutation(len(examples))
+    pool = batch_pages * 20
+    batches = []
+    for s in range(0, len(order), pool):
+        chunk = order[s:s + pool]
+        chunk = chunk[np.argsort([len(examples[i].labels) for i in chunk], kind="stable")]
+        batches.extend(chunk[b:b + batch_pages] for b in range(0, len(chunk), batch_pages))
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def word_f1(examples: Sequence[PageExample], probs: Sequence[np.ndarray]) -> dict:
+    """Word-weighted precision/recall/F1 of main blocks over all pages."""
+    tp = fp = fn = 0.0
+    for e, p in zip(examples, probs):
+        pred = np.asarray(p) >= 0.5
+        gold = e.labels == 1
+        w = e.words.astype(np.float64) + 1.0
+        tp += float(w[pred & gold].sum())
+        fp += float(w[pred & ~gold].sum())
+        fn += float(w[~pred & gold].sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def predict_examples(model: BlockSequenceModel, examples: Sequence[PageExample],
+                     batch_pages: int = 32, device: str = "cpu") -> list[np.ndarray]:
+    model.eval()
+    out = []
+    with torch.inference_mode():
+        for s in range(0, len(examples), batch_pages):
+            chunk = examples[s:s + batch_pages]
+            ids, num, lengths, _ = collate([(e.ids, e.numeric) for e in chunk])
+            logits = model(ids.to(device), num.to(device), lengths)
+            probs = torch.softmax(logits, dim=-1)[..., 1].cpu().numpy()
+            out.extend(probs[i, :len(e.labels)] for i, e in enumerate(chunk))
+    return out
+
+
+def _loss(logits, labels, teacher, class_weight, cfg: TrainConfig):
+    flat_logits = logits.reshape(-1, 2)
+    flat_labels = labels.reshape(-1)
+    hard = F.cross_entropy(flat_logits, flat_labels, weight=class_weight, ignore_index=-100)
+    if teacher is None:
+        return hard
+    mask = flat_labels != -100
+    t = cfg.distill_temperature
+    p_main = teacher.reshape(-1)[mask].clamp(1e-6, 1 - 1e-6)
+    teacher_logp = torch.log(torch.stack([1 - p_main, p_main], dim=-1))
+    # Soften the teacher at temperature T: p_T ∝ p^(1/T).
+    teacher_soft = torch.log_softmax(teacher_logp / t, dim=-1)
+    student_soft = torch.log_softmax(flat_logits[mask] / t, dim=-1)
+    kl = F.kl_div(student_soft, teacher_soft, log_target=True, reduction="batchmean") * (t * t)
+    return cfg.distill_alpha * kl + (1 - cfg.distill_alpha) * hard
+
+
+def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: TrainConfig,
+                output_dir: str | os.PathLike | None = None, distill: bool = False) -> tuple[BlockSequenceModel, dict]:
+    """Train (or distil, when ``distill`` and examples carry ``teacher``) and return (model, report).
+
+    Under torchrun / TorchDistributor (``WORLD_SIZE`` > 1) each rank trains on its shard.
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    ddp = world > 1
+    if ddp:
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl" if cfg.device.startswith("cuda") else "gloo")
+    set_reproducible(cfg.seed, cfg.threads)
+    device = cfg.device
+    if device.startswith("cuda") and ddp:
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+
+    train_w = _windows(train, cfg.max_blocks)
+    dev_w = _windows(dev, cfg.max_blocks)
+    if distill and any(e.teacher is None for e in train_w):
+        raise ValueError("distillation needs teacher probabilities on every training page")
+    if ddp:
+        train_w = train_w[rank::world]
+    labels_all = np.concatenate([e.labels for e in train_w]) if train_w else np.zeros(0)
+    n_main = int((labels_all == 1).sum())
+    n_other = int((labels_all == 0).sum())
+    main_weight = cfg.main_weight or float(np.clip(n_other / max(1, n_main), 1.0, 5.0))
+    class_weight = torch.tensor([1.0, main_weight], dtype=torch.float32, device=device)
+
+    model = BlockSequenceModel(cfg.model).to(device)
+    train_module = model
+    if ddp:
+        from torch.nn.parallel import DistributedDataParallel
+
+        train_module = DistributedDataParallel(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    rng = np.random.RandomState(cfg.seed + rank)
+
+    best_state, best_f1, best_epoch, bad_epochs = None, -1.0, -1, 0
+    history = []
+    start = time.perf_counter()
+    # Same number of steps on every rank (DDP needs matching collectives).
+    steps = len(_length_bucketed_batches(train_w, cfg.batch_pages, np.random.RandomState(0)))
+    if ddp:
+        import torch.distributed as dist
+
+        steps_t = torch.tensor([steps], device=device)
+        dist.all_reduce(steps_t, op=dist.ReduceOp.MIN)
+        steps = int(steps_t.item())
+    for epoch in range(cfg.epochs):
+        model.train()
+        batches = _length_bucketed_batches(train_w, cfg.batch_pages, rng)
+        total = 0.0
+        for step in range(steps):
+            batch = [train_w[i] for i in batches[step]]
+            ids, num, lengths, labels = collate([(e.ids, e.numeric) for e in batch], [e.labels for e in batch])
+            teacher = None
+            if distill:
+                teacher = torch.zeros(labels.shape, dtype=torch.float32)
+                for i, e in enumerate(batch):
+                    teacher[i, :len(e.teacher)] = torch.from_numpy(e.teacher)
+                teacher = teacher.to(device)
+            logits = train_module(ids.to(device), num.to(device), lengths)
+            loss = _loss(logits, labels.to(device), teacher, class_weight, cfg)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            total += float(loss.detach())
+        dev_scores = word_f1(dev_w, predict_examples(model, dev_w, device=device)) if dev_w else {"f1": 0.0}
+        history.append({"epoch": epoch + 1, "loss": total / max(1, steps), **dev_scores,
+                        "seconds": round(time.perf_counter() - start, 1)})
+        if rank == 0:
+            log.info("epoch %d loss %.4f dev word-F1 %.4f", epoch + 1, total / max(1, steps), dev_scores["f1"])
+        if dev_scores["f1"] > best_f1 + 1e-6 or not dev_w:
+            best_f1, best_epoch, bad_epochs = dev_scores["f1"], epoch + 1, 0
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        else:
+            bad_epochs += 1
+            if bad_epochs >= cfg.patience:
+                break
+        if cfg.max_minutes is not None and time.perf_counter() - start > 60 * cfg.max_minutes:
+            if rank == 0:
+                log.info("stopping after epoch %d: time budget of %.0f min used", epoch + 1, cfg.max_minutes)
+            break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    report = {"best_epoch": best_epoch, "best_dev_word_f1": best_f1, "history": history,
+              "train_pages": len(train), "dev_pages": len(dev), "main_weight": main_weight,
+              "train_blocks": int(len(labels_all)), "train_main_share": n_main / max(1, len(labels_all)),
+              "seconds": round(time.perf_counter() - start, 1), "world_size": world,
+              "distill": distill, "config": {k: v for k, v in asdict(cfg).items() if k != "model"}}
+    if output_dir is not None and rank == 0:
+        save_model(model, output_dir, extra={k: v for k, v in report.items() if k != "history"})
+        Path(output_dir, "training_report.json").write_text(json.dumps(report, indent=2) + "\n")
+    if ddp:
+        import torch.distributed as dist
+
+        dist.barrier()
+        dist.destroy_process_group()
+    model.eval()
+    return model.cpu(), report
+
+
+def train_entry(cache_path: str, output: str, config_json: str, distill: bool) -> dict:
+    """Training on one process (driver or a TorchDistributor worker): features cache -> model dir.
+
+    Module-level (not in jobs/) so TorchDistributor workers can import it by name.
+    """
+    cfg_dict = json.loads(config_json)
+    model_cfg = BlockModelConfig.from_dict(cfg_dict.pop("model", {}))
+    cfg = TrainConfig(**cfg_dict, model=model_cfg)
+    frame = pd.read_parquet(cache_path)
+    frame = frame[frame["kept"] & (frame["n_blocks"] > 0)].sort_values(["source", "page_id"], kind="stable")
+    train = frame_to_examples(frame[frame["split"] != "dev"])
+    dev = frame_to_examples(frame[frame["split"] == "dev"])
+    _, report = train_model(train, dev, cfg, output_dir=output, distill=distill)
+    return {k: v for k, v in report.items() if k != "history"}

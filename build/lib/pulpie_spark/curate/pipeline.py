@@ -1,0 +1,117 @@
+"""The curation stages wired together on Spark DataFrames.
+
+    extracted rows
+      -> input checks   (extract error, empty text after normalization)   reason extract_error | empty_text
+      -> quality gates  (drop-mode gates; tag-mode gates only list fails)  reason quality:<gate>:<rule>
+      -> exact dedup    (SHA-256 of normalized text, keep policy)          reason exact_duplicate
+      -> near dedup     (MinHash LSH + connected components, keep policy)  reason near_duplicate
+      -> curated rows
+
+Every input row ends in exactly one of the two outputs; removed rows carry ``reason``,
+``removed_stage`` and, for duplicates, ``duplicate_of`` (the kept doc_id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from pulpie_spark.curate.config import config_hash, config_json
+from pulpie_spark.curate.exact_dedup import exact_dedup
+from pulpie_spark.curate.near_dedup import near_dedup
+from pulpie_spark.curate.normalize import NORMALIZE_VERSION, normalization_fingerprint
+from pulpie_spark.curate.spark import normalize_and_score_udf
+
+CURATE_VERSION = "1"
+STAGES = ("input", "quality", "exact_dedup", "near_dedup")
+
+
+@dataclass
+class CurateResult:
+    annotated: DataFrame                      # every row, reason null when kept (persisted)
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def kept(self) -> DataFrame:
+        # the removal columns are null on every kept row
+        return self.annotated.where(F.col("reason").isNull()).drop(
+            "reason", "removed_stage", "duplicate_of", "exact_duplicate_of", "near_duplicate_of")
+
+    @property
+    def removed(self) -> DataFrame:
+        return self.annotated.where(F.col("reason").isNotNull())
+
+
+def curate(df: DataFrame, cfg: dict, *, text_col: str = "text",
+           storage: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> CurateResult:
+    """Annotate every row of an extracted table; see the module docstring."""
+    if "doc_id" not in df.columns:
+        raise ValueError("curate needs a stable `doc_id` column (see docs/architecture.md)")
+    has_error = "error" in df.columns
+    norm_hash, _ = normalization_fingerprint(cfg["normalize"])
+    udf = normalize_and_score_udf(cfg)
+    keep_order = cfg["keep"]["order"]
+
+    scored = (df.withColumn("_q", udf(F.col(text_col)))
+              .withColumn(text_col, F.col("_q.text"))
+              .withColumn("quality", F.col("_q.signals"))
+              .withColumn("quality_fails", F.col("_q.fails"))
+              .withColumn("quality_score", F.col("_q.score"))
+              .withColumn("_drop", F.col("_q.drop_reason"))
+              .drop("_q")
+              .withColumn("normalize_version", F.lit(NORMALIZE_VERSION))
+              .withColumn("normalize_config_hash", F.lit(norm_hash))
+              .withColumn("curate_config_hash", F.lit(config_hash(cfg))))
+    error_cond = F.col("error").isNotNull() & (F.col("error") != "") if has_error else F.lit(False)
+    scored = scored.withColumn(
+        "reason",
+        F.when(error_cond, F.lit("extract_error"))
+         .when(F.col(text_col).isNull(), F.lit("empty_text"))
+         .when(F.col("_drop").isNotNull(), F.concat(F.lit("quality:"), F.col("_drop"))),
+    ).withColumn(
+        "removed_stage",
+        F.when(F.col("reason").startswith("quality:"), F.lit("quality"))
+         .when(F.col("reason").isNotNull(), F.lit("input")),
+    ).drop("_drop").persist(storage)
+
+    stats: dict = {"curate_version": CURATE_VERSION, "config_hash": config_hash(cfg),
+                   "config": cfg, "normalize_config_json": config_json(
+                       {"version": NORMALIZE_VERSION, "config": cfg["normalize"]})}
+    survivors = scored.where(F.col("reason").isNull())
+    dropped = scored.where(F.col("reason").isNotNull()).withColumn("duplicate_of", F.lit(None).cast("string"))
+
+    if cfg["exact_dedup"]["enabled"]:
+        survivors = exact_dedup(survivors, keep_order, text_col)
+        survivors = survivors.withColumn(
+            "reason", F.when(F.col("exact_duplicate_of").isNotNull(), F.lit("exact_duplicate")))
+        survivors = survivors.withColumn(
+            "removed_stage", F.when(F.col("reason").isNotNull(), F.lit("exact_dedup")))
+        survivors = survivors.withColumn("duplicate_of", F.col("exact_duplicate_of")).persist(storage)
+        exact_persisted = survivors
+        exact_removed = survivors.where(F.col("reason").isNotNull())
+        survivors = survivors.where(F.col("reason").isNull())
+    else:
+        exact_removed = None
+        survivors = survivors.withColumn("duplicate_of", F.lit(None).cast("string"))
+
+    if cfg["near_dedup"]["enabled"]:
+        near, near_stats = near_dedup(survivors, cfg["near_dedup"], keep_order, text_col)
+        stats["near_dedup"] = near_stats
+        survivors = (near.withColumn("reason", F.when(F.col("near_duplicate_of").isNotNull(),
+                                                       F.lit("near_duplicate")))
+                     .withColumn("removed_stage", F.when(F.col("reason").isNotNull(), F.lit("near_dedup")))
+                     .withColumn("duplicate_of", F.coalesce(F.col("near_duplicate_of"), F.col("duplicate_of"))))
+
+    parts = [dropped] + ([exact_removed] if exact_removed is not None else []) + [survivors]
+    annotated = parts[0]
+    for part in parts[1:]:
+        annotated = annotated.unionByName(part, allowMissingColumns=True)
+    annotated = annotated.persist(storage)
+    stats["rows"] = annotated.count()  # materialize before dropping the upstream caches
+    scored.unpersist()
+    if exact_removed is not None:
+        exact_persisted.unpersist()
+    return CurateResult(annotated=annotated, stats=stats)

@@ -1,0 +1,230 @@
+"""Run extractors over a labelled table and score them side by side (no Spark needed).
+
+Inputs: our Parquet schema (``html``, ``gold_text``, ``source``, ``split``, ...) or
+WebMainBench JSONL (``html``, ``convert_main_content``, ``meta.level``). Every
+extractor sees the same pages in the same run; per page we keep its text and the
+CPU seconds it took (process CPU time of the worker: extraction runs single-threaded,
+torch with one thread), so pages/s per core = pages / summed CPU seconds; wall seconds are kept too.
+
+Workers are processes (``multiprocessing``, spawn): each loads the model once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing as mp
+import os
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from pulpie_spark.evaluate.metrics import rouge_n_f1, shingle_scores, shingle_tp_fp_fn
+
+log = logging.getLogger("pulpie_spark.evaluate")
+
+TRAFILATURA = "trafilatura"
+
+
+# ----------------------------------------------------------------------------- loading
+
+def load_labelled_table(path: str | os.PathLike, split: str | None = None,
+                        sources: Sequence[str] | None = None, limit: int | None = None) -> pd.DataFrame:
+    """A frame with ``page_id, source, html, reference, group`` from Parquet (file or folder) or JSONL.
+
+    ``reference`` is ``gold_text`` (Parquet) or ``convert_main_content`` (JSONL);
+    ``group`` is the source, or ``webmainbench/<level>`` for JSONL.
+    """
+    path = Path(path)
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    frames = []
+    for f in files:
+        if f.suffix in (".jsonl", ".json"):
+            records = []
+            with open(f, encoding="utf-8") as fh:
+                for i, line in enumerate(fh):
+                    if not line.strip():
+                        continue
+                    rec = json.loads(line)
+                    level = (rec.get("meta") or {}).get("level") or "all"
+                    records.append({"page_id": str(rec.get("track_id") or rec.get("id") or i),
+                                    "source": "webmainbench", "html": rec.get("html") or "",
+                                    "reference": rec.get("convert_main_content") or "",
+                                    "group": f"webmainbench/{level}", "url": rec.get("url")})
+            frames.append(pd.DataFrame(records))
+        else:
+            df = pd.read_parquet(f)
+            if split is not None and "split" in df.columns:
+                df = df[df["split"] == split]
+            if "gold_text" not in df.columns:
+                raise ValueError(f"{f}: a labelled Parquet table needs a gold_text column")
+            df = df.rename(columns={"gold_text": "reference"})
+            if "source" not in df.columns:
+                df["source"] = f.stem
+            df["group"] = df["source"]
+            if "page_id" not in df.columns:
+                df["page_id"] = [str(i) for i in range(len(df))]
+            frames.append(df[[c for c in ("page_id", "source", "html", "reference", "group", "url")
+                              if c in df.columns]])
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["page_id", "source", "html", "reference", "group"])
+    if sources:
+        table = table[table["source"].isin(sources)]
+    table = table.sort_values(["source", "page_id"], kind="stable").reset_index(drop=True)
+    if limit:
+        table = table.head(limit)
+    return table
+
+
+# ----------------------------------------------------------------------------- extractors
+
+def trafilatura_text(html) -> str:
+    import trafilatura
+
+    return trafilatura.extract(html, output_format="txt") or ""
+
+
+def _is_blockmodel_dir(model: str) -> bool:
+    path = Path(model)
+    if not (path / "config.json").is_file() or not (path / "model.safetensors").is_file():
+        return False
+    return "feature_version" in json.loads((path / "config.json").read_text(encoding="utf-8"))
+
+
+class ModelRunner:
+    """End-to-end extraction: ``pulpie_spark.extractor.Extractor`` (segment + classify +
+    Markdown/text). A directory written by jobs/train.py (a candidate default model)
+    runs through the same stages composed here, since Extractor resolves names only.
+    """
+
+    def __init__(self, model: str = "default", output: str = "text", device: str | None = None):
+        self.output = output
+        self.extractor = None
+        self.classifier = None
+        if _is_blockmodel_dir(model):
+            from pulpie_spark.blockmodel.model import DefaultBlockClassifier, load_model
+
+            self.classifier = DefaultBlockClassifier(load_model(model, device=device), device=device)
+        else:
+            from pulpie_spark.extractor import Extractor
+
+            self.extractor = Extractor(model=model, device=device)
+
+    def __call__(self, html) -> str:
+        if self.extractor is not None:
+            result = self.extractor.extract(html)
+            return (result.markdown if self.output == "markdown" else result.text) or ""
+        from pulpie_spark.markdown import html_to_markdown, html_to_text
+        from pulpie_spark.reconstruct import main_html
+        from pulpie_spark.simplify import simplify
+
+        page = simplify(html)
+        if page.error or not page.blocks:
+            return ""
+        labels = self.classifier.predict([page.blocks], [page.paths])[0]
+        main = main_html(page.map_html, labels)
+        return html_to_markdown(main) if self.output == "markdown" else html_to_text(main)
+
+
+_WORKER: dict = {}
+
+
+def _init_worker(model: str | None, output: str, threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    _WORKER["model"] = ModelRunner(model, output) if model else None
+
+
+def _run_page(args) -> dict:
+    idx, html = args
+    row = {"idx": idx}
+    runners: list[tuple[str, Callable]] = [(TRAFILATURA, trafilatura_text)]
+    if _WORKER.get("model") is not None:
+        runners.insert(0, ("model", _WORKER["model"]))
+    for name, fn in runners:
+        start = time.perf_counter()
+        cpu_start = time.process_time()
+        try:
+            text, error = fn(html), None
+        except Exception as exc:  # a failing page scores 0; it is counted, never lost
+            text, error = "", f"{type(exc).__name__}: {exc}"[:200]
+        row[f"{name}_seconds"] = time.perf_counter() - start
+        # CPU time of this worker process: on a shared machine wall time measures the neighbours too.
+        row[f"{name}_cpu_seconds"] = time.process_time() - cpu_start
+        row[f"{name}_text"] = text
+        row[f"{name}_error"] = error
+    return row
+
+
+def run_extractors(table: pd.DataFrame, model: str | None = "default", output: str = "text",
+                   workers: int = 1, threads: int = 1) -> pd.DataFrame:
+    """Extract every page with the model (via Extractor) and trafilatura; one row per page."""
+    tasks = list(enumerate(table["html"].tolist()))
+    if workers <= 1:
+        _init_worker(model, output, threads)
+        rows = [_run_page(t) for t in tasks]
+    else:
+        ctx = mp.get_context("spawn")
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(model, output, threads)) as pool:
+            rows = pool.map(_run_page, tasks, chunksize=4)
+    results = pd.DataFrame(rows).sort_values("idx").reset_index(drop=True)
+    return pd.concat([table.drop(columns=["html"]).reset_index(drop=True), results.drop(columns=["idx"])],
+                     axis=1)
+
+
+# ----------------------------------------------------------------------------- scoring
+
+def score(results: pd.DataFrame, extractors: Sequence[str] = ("model", TRAFILATURA)) -> pd.DataFrame:
+    """Per group and overall: pages, ROUGE-5 F1, shingle P/R/F1, empty pages, pages/s per core."""
+    rows = []
+    groups = [("overall", results)] + [(g, results[results["group"] == g])
+                                       for g in sorted(results["group"].unique())]
+    for name in extractors:
+        if f"{name}_text" not in results.columns:
+            continue
+        for group, part in groups:
+            texts = part[f"{name}_text"].fillna("").tolist()
+            refs = part["reference"].fillna("").tolist()
+            rouge = [rouge_n_f1(t, r, 5) for t, r in zip(texts, refs)]
+            shingle = shingle_scores(shingle_tp_fp_fn(t, r) for t, r in zip(texts, refs))
+            seconds = float(part[f"{name}_cpu_seconds"].sum())
+            rows.append({"extractor": name, "group": group, "pages": len(part),
+                         "rouge5_f1": sum(rouge) / len(rouge) if rouge else 0.0,
+                         "shingle_precision": shingle["precision"], "shingle_recall": shingle["recall"],
+                         "shingle_f1": shingle["f1"],
+                         "empty": int(sum(1 for t in texts if not t.strip())),
+                         "errors": int(part[f"{name}_error"].notna().sum()),
+                         "pages_per_s_core": len(part) / seconds if seconds > 0 else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def format_table(scores: pd.DataFrame) -> str:
+    """Side-by-side text table: one line per group, model and trafilatura next to each other."""
+    names = list(dict.fromkeys(scores["extractor"]))
+    header = f"{'group':<26}{'pages':>6}"
+    for n in names:
+        short = "traf" if n == TRAFILATURA else n
+        header += f" | {short + ' R5':>10}{'sh-F1':>7}{'empty':>6}{'p/s':>7}"
+    lines = [header, "-" * len(header)]
+    for group in dict.fromkeys(scores["group"]):
+        part = scores[scores["group"] == group].set_index("extractor")
+        line = f"{group:<26}{int(part['pages'].iloc[0]):>6}"
+        for n in names:
+            if n not in part.index:
+                line += " | " + " " * 30
+                continue
+            r = part.loc[n]
+            line += (f" | {r['rouge5_f1']:>10.3f}{r['shingle_f1']:>7.3f}{int(r['empty']):>6}"
+                     f"{r['pages_per_s_core']:>7.1f}")
+        lines.append(line)
+    if len(names) >= 2 and TRAFILATURA in names:
+        other = [n for n in names if n != TRAFILATURA][0]
+        ov = scores[scores["group"] == "overall"].set_index("extractor")
+        ratio = ov.loc[other, "pages_per_s_core"] / ov.loc[TRAFILATURA, "pages_per_s_core"]
+        lines.append(f"overall {other}/trafilatura: ROUGE-5 {ov.loc[other, 'rouge5_f1'] - ov.loc[TRAFILATURA, 'rouge5_f1']:+.3f}, "
+                     f"shingle F1 {ov.loc[other, 'shingle_f1'] - ov.loc[TRAFILATURA, 'shingle_f1']:+.3f}, "
+                     f"speed x{ratio:.2f} pages/s per core")
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""trafilatura fallback for pages the block model cannot serve.
+
+Used (when the caller enables it) for a page with no blocks, a page whose primary
+extraction failed, or a page whose primary result is empty, as Dripper does. Why the
+fallback ran is recorded per row, so the share of fallback output stays measurable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FALLBACKS = ("none", "trafilatura")
+
+REASON_NO_BLOCKS = "no_blocks"
+REASON_ERROR = "error"
+REASON_EMPTY = "empty_output"
+
+
+@dataclass(frozen=True)
+class FallbackResult:
+    markdown: str
+    text: str
+    error: str | None = None
+
+
+def validate_fallback(name: str | None) -> str:
+    name = (name or "none").strip().lower()
+    if name not in FALLBACKS:
+        raise ValueError(f"fallback must be one of {FALLBACKS}, got {name!r}")
+    return name
+
+
+def fallback_reason(n_blocks: int, error: str | None, markdown: str | None) -> str | None:
+    """Why a page needs the fallback, or None when the primary result is usable."""
+    if error:
+        return REASON_ERROR
+    if n_blocks == 0:
+        return REASON_NO_BLOCKS
+    if not (markdown or "").strip():
+        return REASON_EMPTY
+    return None
+
+
+def trafilatura_extract(html: str | bytes, *, links: bool = False, images: bool = False) -> FallbackResult:
+    """Markdown and plain text of the page's main content by trafilatura. Never raises."""
+    try:
+        import trafilatura
+
+        if isinstance(html, (bytes, bytearray, memoryview)):
+            from pulpie_spark.decode import decode_html
+
+            html, _ = decode_html(bytes(html))
+        markdown = trafilatura.extract(html, output_format="markdown", include_links=links,
+                                       include_images=images, include_comments=False) or ""
+        text = trafilatura.extract(html, output_format="txt", include_comments=False) or ""
+    except Exception as exc:  # trafilatura on hostile HTML: a value, not a crash
+        return FallbackResult("", "", f"fallback_failed: {type(exc).__name__}: {str(exc)[:200]}")
+    if not markdown.strip() and not text.strip():
+        return FallbackResult("", "", "fallback_empty")
+    return FallbackResult(markdown, text)

@@ -1,0 +1,945 @@
+"""HTML -> Pulpie blocks (the format the Pulpie encoders were trained on).
+
+The published Pulpie checkpoints read exactly the segmentation of MinerU-HTML's
+``simplify_html`` as ported by pulpie 0.0.2 (lxml + deep copies + a uuid per node, about
+40-55 pages/s per core). This module reproduces that output (``docs/block-format.md`` in
+the team's shared material lists the rules) with one lexbor parse and flat, iterative
+passes:
+
+1. decode bytes (``pulpie_spark.decode``), parse with lexbor, serialize the fixed-up DOM
+   once (``doc.html``) and tokenize that well-formed string into a light element tree in
+   lxml's text/tail model, which is the model the reference rules are written in (where a
+   removed element's tail goes, what counts as "direct text" of an element);
+2. classify tables and lists (walks that stop at the first decisive node), then compute
+   "is a block" / "has block descendants" bottom-up in one pass over the elements;
+3. walk the tree with an explicit stack to cut it into paragraphs (block elements and
+   inline runs), in document order;
+4. per paragraph: keep class/id (img src/alt), shorten lists, drop empty blocks, cut text
+   at 500 characters, serialize like lxml's HTML serializer (libxml2's escaping, URI
+   escaping of ``src``, no end tag for void elements or an empty ``<li>``) and collapse
+   whitespace;
+5. the map HTML is the lexbor serialization with ``_item_id`` attributes and
+   ``<cc-alg-uc-text>`` wrappers spliced in at recorded string offsets.
+
+Where the reference has quirks (a hidden element's tail text moves *into* the previous
+sibling when that sibling has no tail; an ``<img>`` without ``src`` hides its own tail
+from the emptiness test; an inline run directly under ``<body>`` survives only as a single
+element; identical blocks are only de-duplicated for text-only runs of one parent; elements that
+HTML5 treats as void but libxml2 does not, such as ``<wbr>``, swallow their following
+siblings), the quirk is reproduced, because the models learned from that output.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from selectolax.lexbor import LexborHTMLParser
+
+from pulpie_spark.decode import decode_html
+
+__all__ = ["SimplifiedPage", "simplify", "block_text", "CUTOFF_LENGTH", "MAX_PATH_DEPTH"]
+
+CUTOFF_LENGTH = 500
+# Pages nested deeper than this are rejected (reason "nesting_too_deep") before parsing.
+MAX_NESTING = 5000
+MAX_PATH_DEPTH = 12  # ancestors kept in a block path (the innermost ones)
+_MAX_CLASS_WORDS = 3
+_MAX_NAME_CHARS = 40
+
+INLINE_TAGS = frozenset({
+    "map", "optgroup", "span", "input", "time", "u", "strong", "small", "sub", "samp",
+    "blink", "b", "code", "nobr", "strike", "bdo", "basefont", "abbr", "var", "i",
+    "cccode-inline", "s", "pic", "label", "mark", "object", "ccmath-inline", "svg", "button",
+    "a", "font", "dfn", "sup", "kbd", "q", "script", "acronym", "option", "img", "big",
+    "cite", "em", "marked-tail", "marked-text",
+})
+TABLE_TAGS = frozenset({"caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th", "br"})
+_TABLE_OR_INLINE = TABLE_TAGS | INLINE_TAGS
+# Removed with their whole subtree *and* the text that follows them (lxml's remove()).
+REMOVED_TAGS = frozenset({"title", "head", "style", "script", "link", "meta", "iframe", "frame", "nav"})
+_INVISIBLE_STYLE = {
+    "display": "none", "font-size": "0px", "color": "transparent", "visibility": "hidden",
+    "opacity": "0",
+}
+_NO_CALC_TEXT_TAGS = frozenset({"math", "table"})
+_WRAPPER_TAG = "cc-alg-uc-text"
+# The reference re-parses each paragraph as an HTML fragment; a copy of <html> never
+# survives that (and a copy of <body> only in the case _body_fragment handles).
+_UNWRAPPABLE = frozenset({"html", "#root"})
+
+# libxml2 (the reference's parser) knows these as empty; lexbor's HTML5 list is longer.
+_LIBXML_VOID = frozenset({
+    "area", "base", "basefont", "br", "col", "frame", "hr", "img", "input", "isindex",
+    "link", "meta", "param",
+})
+_HTML5_VOID = frozenset({
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
+    "track", "wbr", "keygen", "param", "basefont", "bgsound", "frame", "image", "isindex",
+})
+# HTML5-void elements libxml2 treats as containers: they stay open until the parent closes.
+_SWALLOWING = _HTML5_VOID - _LIBXML_VOID
+
+# One token per match: a raw-text element whole (g1-g3), a start/end tag (g4-g6), a
+# comment or doctype (g7), or text (g8). lexbor's serialization is well-formed: tags never
+# contain ">" (it is escaped in attribute values) and text never contains "<".
+_TOKEN = re.compile(
+    r"<(script|style|xmp|iframe|noembed|noframes|plaintext)([^>]*)>(.*?)</\1>"
+    r"|<(/?)([A-Za-z][^\s/>]*)([^>]*)>"
+    r"|(<!--.*?-->|<![^>]*>)"
+    r"|([^<]+|<)",
+    re.S,
+)
+_WS = re.compile(r"\s+")
+_PRIVATE_MARKS = re.compile("[\ue000-\ue002]")
+
+
+@dataclass
+class SimplifiedPage:
+    blocks: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    simplified_html: str = '<html><head><meta charset="utf-8"></head><body></body></html>'
+    map_html: str = ""
+    encoding: str | None = None
+    error: str | None = None
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.blocks)
+
+
+class _El:
+    """One element in lxml's model: ``text`` before the first child, ``tail`` after it.
+
+    Rarely set fields are class defaults, so building a node sets five attributes.
+    """
+
+    text = None
+    tail = None
+    close_start = 0
+    close_end = 0
+    text_end = 0        # where the last piece of direct text ends in the page
+    tail_end = 0        # where the last piece of tail text ends in the page
+    hbd = False         # has block descendants
+    block = False
+    data_table = False
+    list_content = False
+    context = None      # nearest table (td/th), ul/ol (li) or dl (dt/dd) ancestor
+    _path = None
+
+    def __init__(self, tag, attrs, parent, name_end, open_end):
+        self.tag = tag
+        self.attrs = attrs
+        self.parent = parent
+        self.children = []
+        self.name_end = name_end
+        self.open_end = open_end
+
+
+def _unescape(text: str) -> str:
+    # lexbor's serializer escapes exactly these in text and attribute values.
+    if "&" not in text:
+        return text
+    return (text.replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", "\xa0")
+            .replace("&quot;", '"').replace("&amp;", "&"))
+
+
+class _Attrs:
+    """Attributes of one element, read from its serialized start tag on demand.
+
+    lexbor writes every attribute as `` name="value"`` with ``"`` escaped, so a plain
+    substring search finds a name without parsing the rest.
+    """
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: str):
+        self.raw = raw
+
+    def get(self, name: str, default=None):
+        raw = self.raw
+        key = " %s=\"" % name
+        i = raw.find(key)
+        if i < 0:
+            return default
+        i += len(key)
+        j = raw.find('"', i)
+        return _unescape(raw[i:j] if j >= 0 else raw[i:])
+
+    def __contains__(self, name: str) -> bool:
+        return (" %s=\"" % name) in self.raw
+
+
+def _is_hidden(el: _El, parent: _El) -> bool:
+    """Rule 2's second sentence: removed, but the text after it stays."""
+    attrs = el.attrs
+    if attrs:
+        if parent.tag == "body" and (attrs.get("class") == "nav" or attrs.get("id") == "nav"):
+            return True
+        style = attrs.get("style")
+        if style:
+            for decl in style.split(";"):
+                key, sep, value = decl.partition(":")
+                if sep and _INVISIBLE_STYLE.get(key.strip()) == value.strip():
+                    return True
+    if parent.tag == "details" and el.tag != "summary":
+        return "open" not in (parent.attrs or ())
+    return False
+
+
+_CONTEXT_OF = {"td": "table", "th": "table", "li": "list", "dt": "dl", "dd": "dl"}
+_CONTEXT_KIND = {"table": "table", "ul": "list", "ol": "list", "dl": "dl"}
+
+
+def _build_tree(s: str):
+    """Tokenize lexbor's serialization into ``_El`` nodes.
+
+    Returns (root, elements in post-order, tables, lists).
+
+    Removed elements never enter the tree; tokens inside them are skipped.
+    """
+    root = _El("#root", None, None, 0, 0)
+    stack = [root]
+    contexts = {"table": [None], "list": [None], "dl": [None]}
+    tables: list[_El] = []
+    lists: list[_El] = []
+    post_order: list[_El] = []
+    append_post = post_order.append
+    # After a removed element: where its tail goes ("drop", "hidden" or None).
+    tail_mode = None
+    skip_tag = None  # inside a removed element: its tag and nesting depth
+    skip_depth = 0
+    pos = 0
+    for raw_tag, raw_attrs, raw_text, slash, tag, attrs_s, other, text in _TOKEN.findall(s):
+        if text:
+            pos += len(text)
+            if skip_tag is not None:
+                continue
+            if tail_mode is not None:
+                if tail_mode == "drop":
+                    continue
+                # The reference appends a hidden element's tail to the previous sibling's
+                # tail, or (if it has none) to that sibling's *text*, or to the parent's text.
+                text = _unescape(text)
+                cur = stack[-1]
+                if cur.children:
+                    prev = cur.children[-1]
+                    if prev.tail is not None:
+                        prev.tail += text
+                    else:
+                        prev.text = (prev.text or "") + text
+                else:
+                    cur.text = (cur.text or "") + text
+                continue
+            if "&" in text:
+                text = _unescape(text)
+            cur = stack[-1]
+            if cur.children:
+                last = cur.children[-1]
+                last.tail = text if last.tail is None else last.tail + text
+                last.tail_end = pos
+            else:
+                cur.text = text if cur.text is None else cur.text + text
+                cur.text_end = pos
+            continue
+        if other:
+            pos += len(other)
+            continue
+        start = pos
+        if raw_tag:
+            pos += 2 * len(raw_tag) + len(raw_attrs) + len(raw_text) + 5
+            if skip_tag is not None:
+                continue
+            tag = raw_tag
+            attrs_s = raw_attrs
+        else:
+            pos += len(slash) + len(tag) + len(attrs_s) + 2
+            tag = tag.lower()
+            if skip_tag is not None:
+                if tag == skip_tag:
+                    if slash:
+                        skip_depth -= 1
+                        if skip_depth == 0:
+                            skip_tag = None
+                    else:
+                        skip_depth += 1
+                continue
+            if slash:  # end tag: close up to the matching open element
+                tail_mode = None
+                el = stack[-1]
+                if el.tag == tag:  # the usual case: lexbor's output is balanced
+                    stack.pop()
+                    el.close_start = start
+                    el.close_end = pos
+                    if tag in _CONTEXT_KIND:
+                        contexts[_CONTEXT_KIND[tag]].pop()
+                    append_post(el)
+                    continue
+                for depth in range(len(stack) - 1, 0, -1):
+                    if stack[depth].tag == tag:
+                        break
+                else:
+                    continue
+                while len(stack) > depth:
+                    el = stack.pop()
+                    el.close_start = start
+                    el.close_end = start
+                    kind = _CONTEXT_KIND.get(el.tag)
+                    if kind is not None:
+                        contexts[kind].pop()
+                    append_post(el)
+                el.close_end = pos
+                continue
+        # start tag (or a whole raw-text element)
+        tail_mode = None
+        parent = stack[-1]
+        attrs = _Attrs(attrs_s) if len(attrs_s) > 2 else None
+        el = _El(tag, attrs, parent, start + 1 + len(tag), start + 2 + len(tag) + len(attrs_s))
+        if tag in REMOVED_TAGS:
+            tail_mode = "drop"
+        elif (
+            (attrs is not None and (" style=" in attrs_s or parent.tag == "body"))
+            or parent.tag == "details"
+        ) and _is_hidden(el, parent):
+            tail_mode = "hidden"
+        if tail_mode is not None:
+            if not raw_tag and tag not in _HTML5_VOID:
+                skip_tag = tag
+                skip_depth = 1
+            continue
+        parent.children.append(el)
+        kind = _CONTEXT_OF.get(tag)
+        if kind is not None:
+            el.context = contexts[kind][-1]
+            if kind == "table" and el.context is not None and attrs is not None and "headers" in attrs:
+                el.context.data_table = True  # rule 4 marker of its nearest table
+        elif tag in ("caption", "col", "colgroup") and contexts["table"][-1] is not None:
+            contexts["table"][-1].data_table = True
+        if raw_tag:
+            if raw_text:
+                el.text = raw_text
+            el.close_start = pos - len(raw_tag) - 3
+            el.close_end = pos
+            append_post(el)
+        elif tag in _LIBXML_VOID or tag in ("image", "bgsound"):
+            el.close_start = el.close_end = pos
+            append_post(el)
+        else:
+            stack.append(el)
+            kind = _CONTEXT_KIND.get(tag)
+            if kind is not None:
+                contexts[kind].append(el)
+                (tables if kind == "table" else lists).append(el)
+    end = len(s)
+    while len(stack) > 1:
+        el = stack.pop()
+        el.close_start = el.close_end = end
+        append_post(el)
+    return root, post_order, tables, lists
+
+
+_LIST_PARENTS = {"li": ("ul", "ol"), "dt": ("dl",), "dd": ("dl",)}
+
+
+def _is_data_table(table: _El) -> bool:
+    """Rule 4: caption/col/colgroup/td[headers]/th[headers] of this table (not of a nested
+    one; the tree builder flags those on the nearest table), role="table", data-table, or
+    nothing but table tags and inline tags inside."""
+    if table.data_table:
+        return True
+    attrs = table.attrs
+    if attrs is not None and (attrs.get("role") == "table" or attrs.get("data-table")):
+        return True
+    stack = list(table.children)
+    while stack:
+        node = stack.pop()
+        if node.tag not in _TABLE_OR_INLINE:
+            return False
+        if node.children:
+            stack.extend(node.children)
+    return True
+
+
+def _is_content_list(lst: _El) -> bool:
+    """Rule 5. The reference classifies lists outermost first, so while an item is examined
+    any li/dt/dd below it (in a list not classified yet) counts as a block."""
+    children = lst.children
+    items = [c for c in children if c.tag in ("li", "dt", "dd")]
+    if not items:
+        return False
+    allowed = ("dt", "dd") if lst.tag == "dl" else ("li",)
+    if len(items) != len(children) or any(c.tag not in allowed for c in children):
+        return False
+    if lst.text and lst.text.strip():
+        return False
+    if any(c.tail and c.tail.strip() for c in children):
+        return False
+    stack = []
+    for item in items:
+        stack.extend(item.children)
+    while stack:
+        node = stack.pop()
+        tag = node.tag
+        if tag in ("td", "th"):
+            if node.context is not None and not node.context.data_table:
+                return False
+        elif tag in _LIST_PARENTS:
+            if node.context is not None:
+                return False
+        elif tag == "math":
+            continue  # nothing inside math counts
+        elif tag not in INLINE_TAGS:
+            return False
+        if node.children:
+            stack.extend(node.children)
+    return True
+
+
+def _classify(post_order: list[_El], tables: list[_El], lists: list[_El]) -> None:
+    """Table types, list types, then block flags bottom-up (rules 3-5)."""
+    for table in tables:
+        table.data_table = _is_data_table(table)
+    for lst in lists:
+        lst.list_content = _is_content_list(lst)
+    inline = INLINE_TAGS
+    for el in post_order:
+        tag = el.tag
+        if tag in inline:
+            if el.hbd:
+                el.parent.hbd = True
+            continue
+        if tag in ("td", "th"):
+            table = el.context
+            blk = table is not None and not table.data_table
+        elif tag in _LIST_PARENTS:
+            lst = el.context
+            blk = lst is not None and not lst.list_content
+        elif tag == "math":
+            el.hbd = False
+            continue
+        else:
+            blk = True
+        el.block = blk
+        if blk or el.hbd:
+            el.parent.hbd = True
+
+
+# ---------------------------------------------------------------------------------------
+# Paragraphs (rule 6)
+
+
+def _paragraphs(root: _El):
+    """Blocks and inline runs in document order.
+
+    Returns ``(kind, element, items, run_start, run_end)`` tuples: kind "block"
+    (``element`` is the block) or "run" (``element`` is the parent, ``items`` a list of
+    stripped strings and inline elements; run_start/run_end delimit the run's content in
+    the serialized page, for the map).
+    """
+    out = []
+    # frame: [node, next child index, items, run start offset, run end offset]
+    stack = [_frame(root)]
+    while stack:
+        frame = stack[-1]
+        node, idx, items = frame[0], frame[1], frame[2]
+        children = node.children
+        if idx >= len(children):
+            if items:
+                out.append(("run", node, items, frame[3], frame[4]))
+            stack.pop()
+            continue
+        child = children[idx]
+        frame[1] = idx + 1
+        tail = child.tail
+        if child.block or child.hbd:
+            is_br = child.tag == "br"
+            if is_br:
+                items.append(child)
+                frame[4] = child.close_end
+            if items:
+                out.append(("run", node, items, frame[3], frame[4]))
+                items = frame[2] = []
+            frame[3] = child.close_end
+            if tail and tail.strip():
+                items.append(tail.strip())
+                frame[4] = child.tail_end
+            if not is_br:
+                if child.data_table or not child.hbd:
+                    out.append(("block", child, None, 0, 0))
+                else:
+                    stack.append(_frame(child))
+        else:
+            items.append(child)
+            if tail and tail.strip():
+                items.append(tail.strip())
+                frame[4] = child.tail_end
+            else:
+                frame[4] = child.close_end
+    return out
+
+
+def _frame(node: _El) -> list:
+    text = node.text
+    if text and text.strip():
+        return [node, 0, [text.strip()], node.open_end, node.text_end]
+    return [node, 0, [], node.open_end, node.open_end]
+
+
+# ---------------------------------------------------------------------------------------
+# Per-block cleaning (rule 7) on light copies: [tag, attrs, text, tail, children]
+
+_TAG, _ATTRS, _TEXT, _TAIL, _KIDS = range(5)
+
+
+def _clean_attrs(tag: str, attrs: dict | None):
+    if not attrs:
+        return None
+    out = []
+    if tag == "img":
+        src = attrs.get("src", "").strip()
+        if src and not src.startswith("data:image/"):
+            out.append(("src", src))
+        alt = attrs.get("alt", "").strip()
+        if alt:
+            out.append(("alt", alt))
+    cls = attrs.get("class", "").strip()
+    if cls:
+        out.append(("class", cls))
+    ident = attrs.get("id", "").strip()
+    if ident:
+        out.append(("id", ident))
+    return out or None
+
+
+def _copy(el: _El):
+    """Cleaned copy of a subtree (attributes filtered, lists shortened), iterative."""
+    top = [el.tag, _clean_attrs(el.tag, el.attrs), el.text, None, []]
+    stack = [(el, top)]
+    while stack:
+        src, dst = stack.pop()
+        kids = src.children
+        if not kids:
+            continue
+        tag = src.tag
+        if tag in ("ul", "ol") and len(kids) > 2:
+            kids = [kids[0], None, kids[-1]]
+        elif tag == "dl" and len(kids) > 2:
+            dts = [i for i, c in enumerate(kids) if c.tag == "dt"]
+            if len(dts) > 1:
+                kids = kids[dts[0]:dts[1]] + [None] + kids[dts[-1]:]
+        out = dst[_KIDS]
+        for c in kids:
+            if c is None:
+                out.append(["span", None, "...", None, []])
+                continue
+            copy = [c.tag, _clean_attrs(c.tag, c.attrs), c.text, c.tail, []]
+            out.append(copy)
+            if c.children:
+                stack.append((c, copy))
+    return top
+
+
+def _run_copy(parent: _El, items: list):
+    """The run wrapped in a copy of its parent (texts merged like the reference does)."""
+    top = [parent.tag, _clean_attrs(parent.tag, parent.attrs), None, None, []]
+    kids = top[_KIDS]
+    last_br = len(items) - 1
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            if not kids:
+                top[_TEXT] = item if not top[_TEXT] else top[_TEXT] + " " + item
+            # Otherwise the reference writes it to the *original* element's tail, so the
+            # copy keeps the original (unstripped) tail it was copied with.
+            continue
+        copy = _copy(item)
+        copy[_TAIL] = None if (i == last_br and item.tag == "br") else item.tail
+        kids.append(copy)
+    # Lists directly inside the run are shortened by _copy; the wrapper itself too.
+    if top[_TAG] in ("ul", "ol", "dl"):
+        _shorten_list(top)
+    return top
+
+
+def _shorten_list(node) -> None:
+    kids = node[_KIDS]
+    if node[_TAG] in ("ul", "ol") and len(kids) > 2:
+        node[_KIDS] = [kids[0], ["span", None, "...", None, []], kids[-1]]
+    elif node[_TAG] == "dl" and len(kids) > 2:
+        dts = [i for i, c in enumerate(kids) if c[_TAG] == "dt"]
+        if len(dts) > 1:
+            node[_KIDS] = kids[dts[0]:dts[1]] + [["span", None, "...", None, []]] + kids[dts[-1]:]
+
+
+def _body_fragment(top):
+    """What the reference's fragment parse makes of a copy of <body>: its one child element
+    when there is exactly one and no text around it, else nothing."""
+    text = top[_TEXT]
+    kids = top[_KIDS]
+    if (text and text.strip()) or len(kids) != 1:
+        return None
+    kid = kids[0]
+    if kid[_TAIL] and kid[_TAIL].strip():
+        return None
+    kid[_TAIL] = None
+    return kid
+
+
+def _measure(top) -> tuple[int, bool]:
+    """(text length as rule 7 counts it, whether the block has content), in one walk.
+
+    Length: text of nodes outside table/math plus every tail below the top. Content: text
+    or a tail with non-space characters, or an <img> with a src; as in the reference, an
+    <img>'s own tail is not looked at for content (it still counts for the length).
+    """
+    total = 0
+    meaningful = False
+    stack = [(top, top[_TAG] in _NO_CALC_TEXT_TAGS)]
+    while stack:
+        node, excluded = stack.pop()
+        text = node[_TEXT]
+        if node[_TAG] == "img":
+            attrs = node[_ATTRS]
+            if attrs and attrs[0][0] == "src":
+                meaningful = True
+            if text and not excluded:
+                total += len(text)
+        elif text:
+            if not excluded:
+                total += len(text)
+            if not meaningful and not text.isspace():
+                meaningful = True
+        for kid in node[_KIDS]:
+            tail = kid[_TAIL]
+            if tail:
+                total += len(tail)
+                if not meaningful and kid[_TAG] != "img" and not tail.isspace():
+                    meaningful = True
+            stack.append((kid, excluded or kid[_TAG] in _NO_CALC_TEXT_TAGS))
+    return total, meaningful
+
+
+def _truncate(top, max_length: int) -> None:
+    """Cut text at ``max_length`` characters plus '...' (text in table/math not counted).
+
+    Mirrors the reference: tails always count, text inside table/math does not; once cut,
+    the following siblings of the cut node and of each of its ancestors are dropped.
+    """
+    slots = []  # (node, slot, can_modify) in document order
+    parents = {}
+    total = 0
+    _tail_marker = _TAIL
+    # (node, node or an ancestor excluded, an ancestor excluded)
+    stack = [(top, top[_TAG] in _NO_CALC_TEXT_TAGS, False)]
+    while stack:
+        node, excluded, parent_excluded = stack.pop()
+        if excluded is _tail_marker:  # the tail of ``node`` comes now
+            slots.append((node, _TAIL, not parent_excluded))
+            total += len(node[_TAIL])
+            continue
+        text = node[_TEXT]
+        if text and not excluded:
+            slots.append((node, _TEXT, True))
+            total += len(text)
+        if node is not top and node[_TAIL]:
+            stack.append((node, _tail_marker, parent_excluded))
+        kids = node[_KIDS]
+        for kid in reversed(kids):
+            parents[id(kid)] = node
+            stack.append((kid, excluded or kid[_TAG] in _NO_CALC_TEXT_TAGS, excluded))
+    if total <= max_length:
+        return
+    current = 0
+    done = False
+    for node, slot, can_modify in slots:
+        if done:
+            node[slot] = None
+            continue
+        value = node[slot]
+        n = len(value)
+        if current + n <= max_length:
+            current += n
+            continue
+        if not can_modify:
+            current += n
+            continue
+        # A negative remainder (after an uncuttable overflow) slices from the end, as in
+        # the reference.
+        node[slot] = value[: max_length - current] + "..."
+        current = max_length
+        done = True
+        # Drop the following siblings of the node and of every ancestor below the top.
+        child = node
+        parent = parents.get(id(child))
+        while parent is not None:
+            kids = parent[_KIDS]
+            for j, k in enumerate(kids):
+                if k is child:
+                    del kids[j + 1:]
+                    break
+            child = parent
+            parent = parents.get(id(child))
+
+
+# ---------------------------------------------------------------------------------------
+# Serialization like lxml.html.tostring (libxml2's HTML serializer)
+
+
+def _esc_text(text: str) -> str:
+    """Escape text like libxml2's HTML serializer and collapse whitespace (the reference
+    collapses whitespace outside tags of the joined output; text pieces are exactly what
+    lies between tags, so doing it per piece gives the same string)."""
+    text = _WS.sub(" ", text)
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+_URI_UNSAFE = re.compile(r"[\x00-\x20\x7f-\U0010ffff]")
+
+
+def _esc_uri(value: str) -> str:
+    return _URI_UNSAFE.sub(
+        lambda m: "".join("%%%02X" % b for b in m.group(0).encode("utf-8", "surrogatepass")), value
+    )
+
+
+def _esc_attr(value: str) -> str:
+    if "&" in value:
+        value = value.replace("&", "&amp;")
+    if "<" in value:
+        value = value.replace("<", "&lt;")
+    if ">" in value:
+        value = value.replace(">", "&gt;")
+    return value
+
+
+def _attr(name: str, value: str) -> str:
+    if name == "src":
+        value = _esc_uri(value)
+    value = _esc_attr(value)
+    if '"' in value:
+        if "'" in value:
+            return ' %s="%s"' % (name, value.replace('"', "&quot;"))
+        return " %s='%s'" % (name, value)
+    return ' %s="%s"' % (name, value)
+
+
+def _serialize(top, item_id: str) -> str:
+    parts = []
+    stack = [(top, True)]
+    while stack:
+        node, opening = stack.pop()
+        if isinstance(node, str):
+            parts.append(node)
+            continue
+        tag = node[_TAG]
+        parts.append("<" + tag)
+        attrs = node[_ATTRS]
+        if attrs:
+            for name, value in attrs:
+                parts.append(_attr(name, value))
+        if node is top:
+            parts.append(' _item_id="%s"' % item_id)
+        parts.append(">")
+        kids = node[_KIDS]
+        tail = node[_TAIL] if node is not top else None
+        # libxml2 writes no end tag for void elements, nor for an empty <li>.
+        if (tag in _LIBXML_VOID or tag == "li") and not kids and not node[_TEXT]:
+            if tail:
+                parts.append(_esc_text(tail))
+            continue
+        if node[_TEXT]:
+            parts.append(_esc_text(node[_TEXT]))
+        stack.append(("</%s>%s" % (tag, _esc_text(tail) if tail else ""), None))
+        for kid in reversed(kids):
+            stack.append((kid, True))
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------
+# Paths for feature-based models
+
+
+def _segment(el: _El) -> str:
+    name = el.tag
+    attrs = el.attrs
+    if attrs:
+        cls = attrs.get("class")
+        if cls:
+            words = cls.split()[:_MAX_CLASS_WORDS]
+            if words:
+                name += "." + ".".join(w[:_MAX_NAME_CHARS] for w in words)
+        ident = attrs.get("id")
+        if ident and ident.strip():
+            name += "#" + ident.split()[0][:_MAX_NAME_CHARS]
+    return name
+
+
+def _path_of(el: _El) -> str:
+    """``html > body > div.main#content > p``: the innermost MAX_PATH_DEPTH elements."""
+    pending = []
+    node = el
+    while node is not None and node._path is None and node.tag != "#root":
+        pending.append(node)
+        node = node.parent
+    segments = node._path if node is not None and node._path is not None else ()
+    for node in reversed(pending):
+        segments = (segments + (_segment(node),))[-MAX_PATH_DEPTH:]
+        node._path = segments
+    return " > ".join(segments)
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _empty(encoding, error, map_html="") -> SimplifiedPage:
+    return SimplifiedPage(map_html=map_html, encoding=encoding, error=error)
+
+
+def simplify(html: str | bytes | None, *, declared_charset: str | None = None,
+             cutoff_length: int = CUTOFF_LENGTH) -> SimplifiedPage:
+    """Segment a page into Pulpie blocks. Never raises; failures give ``error``."""
+    try:
+        return _simplify(html, declared_charset, cutoff_length)
+    except Exception as exc:  # noqa: BLE001 - a page must never take the job down
+        return _empty(None, "simplify_failed: %s: %s" % (type(exc).__name__, str(exc)[:200]))
+
+
+def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
+    if html is None:
+        return _empty(None, "empty_html")
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        text, encoding = decode_html(bytes(html), declared_charset)
+    elif isinstance(html, str):
+        text, encoding = html, None
+    else:
+        return _empty(None, "not_html: %s" % type(html).__name__)
+    if not text or not text.strip():
+        return _empty(encoding, "empty_html")
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
+    # The map marks runs with private-use characters; a page's own are made harmless.
+    if _PRIVATE_MARKS.search(text):
+        text = _PRIVATE_MARKS.sub("\ufffd", text)
+    if text.count("<") > MAX_NESTING and _nesting_depth(text) > MAX_NESTING:
+        # HTML5 tree building is quadratic in nesting depth (scope checks walk the stack
+        # of open elements): 20,000 levels take lexbor seconds, 100,000 minutes.
+        return _empty(encoding, "nesting_too_deep")
+    doc = LexborHTMLParser(text)
+    serialized = doc.html
+    if not serialized:
+        return _empty(encoding, "unparseable_html")
+
+    root, post_order, tables, lists = _build_tree(serialized)
+    _classify(post_order, tables, lists)
+    paragraphs = _paragraphs(root)
+
+    blocks: list[str] = []
+    paths: list[str] = []
+    inserts: list[tuple[int, int, str]] = []  # (offset, order, text) spliced into the map
+    seen_runs: set = set()
+    for kind, el, items, run_start, run_end in paragraphs:
+        if el.tag in _UNWRAPPABLE:
+            continue
+        if kind == "block":
+            copy = _copy(el)
+            copy[_TAIL] = None
+        else:
+            if all(isinstance(i, str) for i in items):
+                # The reference de-duplicates paragraphs by their HTML, which carries a
+                # per-node uuid: only text-only runs of the same parent ever coincide.
+                key = (id(el), " ".join(items))
+                if key in seen_runs:
+                    continue
+                seen_runs.add(key)
+            copy = _run_copy(el, items)
+        if el.tag == "body":
+            originals = el.children if kind == "block" else [i for i in items if not isinstance(i, str)]
+            copy = _body_fragment(copy)
+            if copy is None:
+                continue
+            kind, el = "block", originals[0]
+        length, meaningful = _measure(copy)
+        if not meaningful:
+            continue
+        if length > cutoff_length:
+            _truncate(copy, cutoff_length)
+        item_id = str(len(blocks) + 1)
+        blocks.append(_serialize(copy, item_id))
+        paths.append(_path_of(el))
+        if kind == "block" and el.tag in _SWALLOWING:
+            # In the page these are void and what the block holds are their siblings.
+            inserts.append((el.name_end - len(el.tag) - 1, 2, "\ue000%s\ue001" % item_id))
+            inserts.append((el.close_start, 0, "\ue002"))
+        elif kind == "block":
+            inserts.append((el.name_end, 1, ' _item_id="%s"' % item_id))
+        else:
+            inserts.append((run_start, 2, "\ue000%s\ue001" % item_id))
+            inserts.append((run_end, 0, "\ue002"))
+
+    map_html = _splice(serialized, inserts)
+    simplified = '<html><head><meta charset="utf-8"></head><body>' + "".join(blocks) + "</body></html>"
+    return SimplifiedPage(
+        blocks=blocks,
+        paths=paths,
+        simplified_html=simplified,
+        map_html=map_html,
+        encoding=encoding,
+        error=None if blocks else "no_blocks",
+    )
+
+
+_OPEN_NEEDING_END = re.compile(
+    r"<(?!/|(?:area|base|br|col|embed|hr|img|input|link|meta|param|source|track|wbr|keygen|"
+    r"basefont|bgsound|frame|image|isindex|p|li|dt|dd|td|th|tr|option|optgroup|thead|tbody|"
+    r"tfoot|colgroup|caption|rb|rt|rp|rtc|html|head|body)[\s/>])[A-Za-z][^>]*>"
+)
+_CLOSE = re.compile(r"</[A-Za-z][^>]*>")
+_NOT_MARK = re.compile(r"[^\x01\x02]+")
+
+
+def _nesting_depth(text: str) -> int:
+    """Upper estimate of element nesting (start tags that need an end tag, minus end tags),
+    computed with regex substitutions and numpy so a normal page pays about a millisecond."""
+    import numpy as np
+
+    marks = _NOT_MARK.sub("", _CLOSE.sub("\x02", _OPEN_NEEDING_END.sub("\x01", text.replace("\x01", "").replace("\x02", ""))))
+    if not marks:
+        return 0
+    steps = np.frombuffer(marks.encode("ascii"), dtype=np.uint8).astype(np.int32)
+    steps = 3 - 2 * steps  # \x01 -> +1, \x02 -> -1
+    return int(np.cumsum(steps).max())
+
+
+def _splice(serialized: str, inserts) -> str:
+    if not inserts:
+        return serialized
+    inserts.sort(key=lambda x: (x[0], x[1]))
+    parts = []
+    last = 0
+    for offset, order, text in inserts:
+        parts.append(serialized[last:offset])
+        if order == 2:
+            text = '<%s _item_id="%s">' % (_WRAPPER_TAG, text[1:-1])
+        elif order == 0:
+            text = "</%s>" % _WRAPPER_TAG
+        parts.append(text)
+        last = offset
+    parts.append(serialized[last:])
+    return "".join(parts)
+
+
+_TAGS = re.compile(r"<[^>]*>")
+
+
+def block_text(block_html: str) -> str:
+    """Visible text of one block: tags removed, entities decoded, whitespace collapsed."""
+    import html as _html
+
+    if not block_html:
+        return ""
+    return _WS.sub(" ", _html.unescape(_TAGS.sub("", block_html))).strip()
