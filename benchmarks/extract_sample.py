@@ -45,7 +45,7 @@ def main() -> None:
         rows, t_ingest = cpu(lambda: read_warc_file(str(SAMPLE_WARC)))
         pages = [r for r in rows if r["html"]]
         segs, t_seg = cpu(lambda: [segment_page(r["html"], r["declared_charset"]) for r in pages])
-        labels, t_cls = cpu(lambda: [classifier.predict([s["blocks"]])[0] for s in segs])
+        labels, t_cls = cpu(lambda: [classifier.predict([s["blocks"]], [s["block_paths"]])[0] for s in segs])
         outs, t_render = cpu(lambda: [render_page(s["map_html"], l) for s, l in zip(segs, labels)])
 
         def trafilatura_all():

@@ -38,6 +38,8 @@ class EvaluateJob(SparkJob):
         parser.add_argument("--limit", type=int, default=None, help="first N pages (after sorting)")
         parser.add_argument("--workers", type=int, default=1, help="extraction processes")
         parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
+        parser.add_argument("--fallback", choices=["none", "trafilatura"], default="none",
+                            help="Extractor fallback for pages where the model finds no content")
         parser.add_argument("--compare", choices=["auto", "text", "markdown"], default="auto",
                             help="model output compared with the reference (auto: markdown for JSONL)")
 
@@ -55,10 +57,10 @@ class EvaluateJob(SparkJob):
         if compare == "auto":
             compare = "markdown" if str(args.input).endswith((".jsonl", ".json")) else "text"
         results = run_extractors(table, model=args.model, output=compare, workers=args.workers,
-                                 threads=args.threads)
+                                 threads=args.threads, fallback=args.fallback)
         scores = score(results)
         print(f"model={args.model} input={args.input} split={args.split} pages={len(table)} "
-              f"compare={compare} workers={args.workers}")
+              f"compare={compare} workers={args.workers} fallback={args.fallback}")
         print(format_table(scores))
         if args.output:
             out = Path(args.output)

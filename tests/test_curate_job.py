@@ -103,7 +103,7 @@ def test_curate_job_end_to_end(spark, extracted, first_run):
 
 
 @pytest.mark.skipif(not os.environ.get("PULPIE_SLOW_TESTS"),
-                    reason="a second full job run (~30 s idle); set PULPIE_SLOW_TESTS=1. "
+                    reason="a second full job run; set PULPIE_SLOW_TESTS=1. "
                            "Partition-independence is tested in test_dedup.py")
 def test_curate_job_rerun_is_identical(extracted, first_run, tmp_path):
     _run(extracted, tmp_path)

@@ -34,8 +34,17 @@ def test_evaluate_job_prints_side_by_side_table(tmp_path, data_dir, capsys):
         assert row["pages"] == 3 and row["errors"] == 0
         assert 0.0 <= row["rouge5_f1"] <= 1.0 and 0.0 <= row["shingle_f1"] <= 1.0
         assert row["pages_per_s_core"] > 0
-    # the model recovers most of a forum thread's gold text on these pages
-    assert by_name[("model", "overall")]["rouge5_f1"] > 0.3
+    # per-page results are kept; the shipped model extracts the Arch Linux forum thread
+    # (page 0541) about as well as trafilatura does (0.75 ROUGE-5 when this was written)
+    import pandas as pd
+
+    from pulpie_spark.evaluate.metrics import rouge_n_f1
+
+    pages = pd.read_parquet(tmp_path / "eval" / "pages.parquet").set_index("page_id")
+    assert list(pages.index) == ["0541", "0551", "4278"]
+    forum = pages.loc["0541"]
+    assert rouge_n_f1(forum["model_text"], forum["reference"]) > 0.6
+    assert (pages["model_cpu_seconds"] > 0).all()
 
 
 def test_load_labelled_table_reads_webmainbench_jsonl(tmp_path):

@@ -73,7 +73,7 @@ def _expected_by_page(model_dir: str, pages: list[dict]) -> dict:
     out = {}
     for page in pages:
         seg = segment_page(page["html"])
-        labels = classifier.predict([seg["blocks"]])[0]
+        labels = classifier.predict([seg["blocks"]], [seg["block_paths"]])[0]
         out[page["url"]] = (len(seg["blocks"]), render_page(seg["map_html"], labels))
     return out
 

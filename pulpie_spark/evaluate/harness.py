@@ -99,7 +99,8 @@ class ModelRunner:
     runs through the same stages composed here, since Extractor resolves names only.
     """
 
-    def __init__(self, model: str = "default", output: str = "text", device: str | None = None):
+    def __init__(self, model: str = "default", output: str = "text", device: str | None = None,
+                 fallback: str = "none"):
         self.output = output
         self.extractor = None
         self.classifier = None
@@ -110,7 +111,7 @@ class ModelRunner:
         else:
             from pulpie_spark.extractor import Extractor
 
-            self.extractor = Extractor(model=model, device=device)
+            self.extractor = Extractor(model=model, device=device, fallback=fallback)
 
     def __call__(self, html) -> str:
         if self.extractor is not None:
@@ -131,11 +132,11 @@ class ModelRunner:
 _WORKER: dict = {}
 
 
-def _init_worker(model: str | None, output: str, threads: int) -> None:
+def _init_worker(model: str | None, output: str, threads: int, fallback: str = "none") -> None:
     import torch
 
     torch.set_num_threads(threads)
-    _WORKER["model"] = ModelRunner(model, output) if model else None
+    _WORKER["model"] = ModelRunner(model, output, fallback=fallback) if model else None
 
 
 def _run_page(args) -> dict:
@@ -160,15 +161,15 @@ def _run_page(args) -> dict:
 
 
 def run_extractors(table: pd.DataFrame, model: str | None = "default", output: str = "text",
-                   workers: int = 1, threads: int = 1) -> pd.DataFrame:
+                   workers: int = 1, threads: int = 1, fallback: str = "none") -> pd.DataFrame:
     """Extract every page with the model (via Extractor) and trafilatura; one row per page."""
     tasks = list(enumerate(table["html"].tolist()))
     if workers <= 1:
-        _init_worker(model, output, threads)
+        _init_worker(model, output, threads, fallback)
         rows = [_run_page(t) for t in tasks]
     else:
         ctx = mp.get_context("spawn")
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(model, output, threads)) as pool:
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(model, output, threads, fallback)) as pool:
             rows = pool.map(_run_page, tasks, chunksize=4)
     results = pd.DataFrame(rows).sort_values("idx").reset_index(drop=True)
     return pd.concat([table.drop(columns=["html"]).reset_index(drop=True), results.drop(columns=["idx"])],
