@@ -12,7 +12,6 @@ n_main, model_id, error, fallback. Rows that cannot be processed go to the rejec
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -78,5 +77,4 @@ class ExtractJob(SparkJob):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     run_job(ExtractJob())

@@ -11,7 +11,6 @@ damaged records and unreadable files become rows with ``error`` (never a failed 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -49,5 +48,4 @@ class IngestWarcJob(SparkJob):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     run_job(IngestWarcJob())

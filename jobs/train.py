@@ -27,7 +27,6 @@ import json
 import logging
 import os
 import sys
-import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -43,8 +42,6 @@ EXAMPLE_SCHEMA = ("source string, page_id string, split string, kept boolean, go
 
 def _examples_udf(teacher_name: str | None, min_recall: float, n_buckets: int):
     def fn(batches):
-        import pandas as pd
-
         from pulpie_spark.blockmodel.data import build_examples
 
         teacher = None

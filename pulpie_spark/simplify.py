@@ -914,8 +914,8 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
 _OPEN_NEEDING_END = re.compile(
     r"<(?!/|(?:area|base|br|col|embed|hr|img|input|link|meta|param|source|track|wbr|keygen|"
     r"basefont|bgsound|frame|image|isindex|p|li|dt|dd|td|th|tr|option|optgroup|thead|tbody|"
-    r"tfoot|colgroup|caption|rb|rt|rp|rtc|html|head|body)[\s/>])[A-Za-z][^>]*>"
-)
+    r"tfoot|colgroup|caption|rb|rt|rp|rtc|html|head|body)[\s/>])[A-Za-z][^>]*(?<!/)>"
+)  # "<path ... />" (SVG, MathML) closes itself; HTML ignores "/>" but rarely sees it
 _CLOSE = re.compile(r"</[A-Za-z][^>]*>")
 _NOT_MARK = re.compile(r"[^\x01\x02]+")
 

@@ -9,6 +9,7 @@ e.g. when run as ``python jobs/extract.py``).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Mapping
 
@@ -21,6 +22,8 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.maxBytesPerBatch": str(64 * 1024 * 1024),
     "spark.python.worker.reuse": "true",
     "spark.ui.enabled": "false",
+    # Progress bars flood job summaries and notebook cells.
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "4g",
 }
@@ -57,6 +60,11 @@ def get_spark(app_name: str = "pulpie-spark", conf: Mapping[str, str] | None = N
     launched_by_submit = "SPARK_SUBMIT" in os.environ.get("_", "") or os.environ.get("SPARK_ENV_LOADED")
     settings = dict(LOCAL_DEFAULTS)
     settings.update(conf or {})
+    local = (master or "").startswith("local") or (not master and not launched_by_submit)
+    if local:
+        # Local Python workers must be this interpreter (the venv), not the first
+        # `python3` on PATH, which lacks the package's dependencies.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master:
         builder = builder.master(master)
     elif not launched_by_submit and "spark.master" not in settings:

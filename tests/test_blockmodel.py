@@ -11,7 +11,7 @@ import torch
 
 from pulpie_spark.blockmodel import DEFAULT_MODEL_DIR, load_default
 from pulpie_spark.blockmodel.features import MAX_TOKENS, N_NUMERIC, NUMERIC_NAMES, block_texts, page_features
-from pulpie_spark.blockmodel.model import BlockModelConfig, DefaultBlockClassifier, load_model, save_model
+from pulpie_spark.blockmodel.model import BlockModelConfig, DefaultBlockClassifier, load_model
 from pulpie_spark.blockmodel.training import PageExample, TrainConfig, _loss, train_model
 
 BLOCKS = [

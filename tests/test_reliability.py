@@ -13,7 +13,6 @@ their peak RSS (``VmHWM``) is this corpus's alone.
 from __future__ import annotations
 
 import importlib.util
-import os
 import uuid
 from contextlib import contextmanager
 from pathlib import Path

@@ -214,6 +214,13 @@ def test_100000_deep_nesting_is_rejected_with_a_reason_not_an_exception():
     assert page.blocks == [] and page.error == "nesting_too_deep"
 
 
+def test_many_self_closing_svg_elements_are_not_deep_nesting():
+    svg = "<svg>" + '<path d="M0 0"/>' * 8_000 + "</svg>"
+    page = simplify("<body><p>before</p><div>" + svg + "</div><p>after</p></body>")
+    assert page.error is None
+    assert [block_text(b) for b in page.blocks] == ["before", "after"]
+
+
 def test_deep_nesting_below_the_limit_is_segmented_without_recursion():
     depth = 2_000  # well above Python's default recursion limit of 1,000
     page = simplify("<div>" * depth + "<p>deep text</p>" + "</div>" * depth)

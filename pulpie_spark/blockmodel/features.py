@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -35,6 +35,8 @@ PATH_DEPTH = 4           # nearest ancestors whose tag is kept with its distance
 _ROOT_TAG_RE = re.compile(r"^\s*<([a-zA-Z][\w:-]*)([^>]*)>")
 _CLASS_RE = re.compile(r"""\bclass\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 _ID_RE = re.compile(r"""\bid\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_ELEMENT_TAG_RE = re.compile(r"[.#]")
+_ELEMENT_ATTR_RE = re.compile(r"([.#])([^.#]+)")
 _SPLIT_RE = re.compile(r"[^0-9a-zA-Z]+|(?<=[a-z])(?=[A-Z])")
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _PUNCT_RE = re.compile(r"[.,;:!?]")
@@ -61,33 +63,32 @@ def _attr_words(attrs: str, regex: re.Pattern) -> list[str]:
     return [w.lower() for w in _SPLIT_RE.split(value) if w and not w.isdigit()]
 
 
-def _path_parts(path: str | None) -> list[tuple[str, list[str], list[str]]]:
+@lru_cache(maxsize=1 << 16)
+def _path_element(element: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(tag, class words, id words) of one path element such as "div.main#content".
+
+    Cached: sibling blocks share most of their ancestors, and parsing the same
+    ancestor strings again was half of the feature time.
+    """
+    tag = _ELEMENT_TAG_RE.split(element, maxsplit=1)[0].lower()
+    classes, ids = [], []
+    for kind, value in _ELEMENT_ATTR_RE.findall(element):
+        words = [w.lower() for w in _SPLIT_RE.split(value) if w and not w.isdigit()]
+        (classes if kind == "." else ids).extend(words)
+    return tag, tuple(classes), tuple(ids)
+
+
+def _path_parts(path: str | None) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
     """Parse "html > body > div.main#content > article" into (tag, classes, ids)."""
-    parts = []
     if not path:
-        return parts
-    for element in path.split(" > "):
-        element = element.strip()
-        if not element:
-            continue
-        tag = re.split(r"[.#]", element, maxsplit=1)[0].lower()
-        classes, ids = [], []
-        for kind, value in re.findall(r"([.#])([^.#]+)", element):
-            words = [w.lower() for w in _SPLIT_RE.split(value) if w and not w.isdigit()]
-            (classes if kind == "." else ids).extend(words)
-        parts.append((tag, classes, ids))
-    return parts
+        return []
+    return [_path_element(element) for element in (e.strip() for e in path.split(" > ")) if element]
 
 
+@lru_cache(maxsize=1 << 18)
 def _bucket(token: str, n_buckets: int) -> int:
     # 0 is the padding id, so real tokens map to 1..n_buckets-1.
     return 1 + xxhash.xxh32_intdigest(token.encode("utf-8"), seed=17) % (n_buckets - 1)
-
-
-@dataclass
-class BlockSummary:
-    tokens: list[str]
-    numeric: list[float]
 
 
 def _node_stats(body) -> tuple[str, int, set[str], int, bool]:
