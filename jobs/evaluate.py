@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pulpie_spark.cli import SparkJob  # noqa: E402
+from pulpie_spark.fallback import DEFAULT_FALLBACK, FALLBACKS  # noqa: E402
 
 
 class EvaluateJob(SparkJob):
@@ -38,7 +39,7 @@ class EvaluateJob(SparkJob):
         parser.add_argument("--limit", type=int, default=None, help="first N pages (after sorting)")
         parser.add_argument("--workers", type=int, default=1, help="extraction processes")
         parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
-        parser.add_argument("--fallback", choices=["none", "trafilatura"], default="none",
+        parser.add_argument("--fallback", choices=list(FALLBACKS), default=DEFAULT_FALLBACK,
                             help="Extractor fallback for pages where the model finds no content")
         parser.add_argument("--compare", choices=["auto", "text", "markdown"], default="auto",
                             help="model output compared with the reference (auto: markdown for JSONL)")

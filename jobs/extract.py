@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pulpie_spark.cli import SparkJob, run_job  # noqa: E402
+from pulpie_spark.fallback import DEFAULT_FALLBACK, FALLBACKS  # noqa: E402
 from pulpie_spark.resources import SAMPLE_WARC  # noqa: E402
 
 # GPUs per classify task, from a preset (conf/*-gpu.conf) when --gpu-amount is not given.
@@ -35,6 +36,8 @@ class ExtractJob(SparkJob):
                             help="auto: warc for *.warc[.gz] files/dirs of them, delta if _delta_log, else parquet")
         parser.add_argument("--model", default="default",
                             help="'default' (embedded), orange-small|base|large, a Hub id or a checkpoint dir")
+        parser.add_argument("--fallback", choices=list(FALLBACKS), default=DEFAULT_FALLBACK,
+                            help="extractor for pages the model cannot serve (no blocks, an error, empty output)")
         parser.add_argument("--rejects", default=None, help="rejects table path (default <output>_rejects)")
         parser.add_argument("--keep-main-html", action="store_true", help="also write main_html")
         parser.add_argument("--drop-html", action="store_true",
@@ -61,7 +64,7 @@ class ExtractJob(SparkJob):
         options = ExtractOptions(model=args.model, keep_main_html=args.keep_main_html, drop_html=args.drop_html,
                                  links=args.links,
                                  images=args.images, device=args.device, gpu_amount=gpu_amount,
-                                 batch_tokens=args.batch_tokens)
+                                 batch_tokens=args.batch_tokens, fallback=args.fallback)
         summary = run_extract(df, args.output, fmt=args.format, rejects=args.rejects, options=options,
                               mode=args.mode)
         print(f"rows {summary['rows']}  output {summary['output_rows']}  rejects {summary['rejects']}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from pulpie_spark.fallback import fallback_reason, trafilatura_extract, validate_fallback
+from pulpie_spark.fallback import DEFAULT_FALLBACK, fallback_reason, trafilatura_extract, validate_fallback
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Extraction:
 
 
 class Extractor:
-    def __init__(self, model: str = "default", device: str | None = None, fallback: str = "none",
+    def __init__(self, model: str = "default", device: str | None = None, fallback: str = DEFAULT_FALLBACK,
                  links: bool = False, images: bool = False, *, classifier=None, **model_kwargs):
         """``classifier`` injects an already loaded BlockClassifier (shared between extractors);
         ``model_kwargs`` (max_tokens, batch_tokens, trust_remote_code, ...) go to the loader."""

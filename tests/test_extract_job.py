@@ -88,7 +88,9 @@ def test_extract_table_to_delta_with_rejects(spark, tmp_path, sample_pages, tiny
              ("http://bad/no-blocks", b"<html><body>  </body></html>", "bad", None)]
     df = spark.createDataFrame(rows, "url string, html binary, source string, doc_id string").repartition(2)
     out_path = str(tmp_path / "extract")
-    summary = run_extract(df, out_path, fmt="delta", options=ExtractOptions(model=tiny_model, keep_main_html=True))
+    # fallback="none": the rows must equal the model's own output page by page.
+    summary = run_extract(df, out_path, fmt="delta",
+                          options=ExtractOptions(model=tiny_model, keep_main_html=True, fallback="none"))
     assert summary["rows"] == len(rows) and summary["rejects"] == 3
     assert summary["reject_reasons"] == {"html_null": 1, "html_empty": 1, "no_blocks": 1} or \
         sum(summary["reject_reasons"].values()) == 3
@@ -150,6 +152,30 @@ def test_extract_job_on_warc_files(spark, tmp_path, data_dir, tiny_model, capsys
     assert {"record_id", "warc_date", "source_file", "offset", "declared_charset"} <= set(out.columns)
     assert out.where("error is not null").count() == 0
     assert "html" not in out.columns and rejects[0].html  # --drop-html: rejects keep the page
+
+
+def test_trafilatura_fallback_rescues_pages_the_model_leaves_empty(spark, sample_pages, tmp_path):
+    """A rigged model labels main only blocks whose last token is MAIN; an HTML block ends
+    in its closing tag, so a real page gets no main block and empty Markdown, which
+    trafilatura fills in, recorded in ``fallback``."""
+    from pulpie_spark.pipeline.extract import extract_dataframes
+
+    rigged = str(save_tiny_classifier(tmp_path / "rigged", rigged=True))
+    page = sample_pages[0]["url"]
+    rows = [(page, sample_pages[0]["html"]), ("http://bad/no-blocks", b"<html><body> </body></html>")]
+    df = spark.createDataFrame(rows, "url string, html binary")
+
+    def run(fallback):
+        out, rejects, _ = extract_dataframes(df, ExtractOptions(model=rigged, fallback=fallback))
+        return {r.url: r for r in out.collect()}, {r.url: r.reason for r in rejects.collect()}
+
+    plain, plain_rejects = run("none")
+    rescued, rescued_rejects = run("trafilatura")
+    assert plain[page].markdown == "" and plain[page].n_main == 0 and plain[page].fallback is None
+    assert rescued[page].fallback == "trafilatura:empty_output" and len(rescued[page].text) > 200
+    assert rescued[page].n_main == 0 and rescued[page].error is None and rescued[page].markdown.strip()
+    # Nothing to rescue on an empty page: it stays a reject with the model path's reason.
+    assert plain_rejects == rescued_rejects == {"http://bad/no-blocks": NO_BLOCKS}
 
 
 # ------------------------------------------------------------------ presets

@@ -91,7 +91,7 @@ def test_failing_page_gets_error_others_survive():
 
 
 def test_trafilatura_fallback_on_empty_output(real_page):
-    plain = Extractor(classifier=NothingIsMain()).extract(real_page)
+    plain = Extractor(classifier=NothingIsMain(), fallback="none").extract(real_page)
     assert plain.markdown == "" and not plain.fallback_used and plain.n_main == 0
     rescued = Extractor(classifier=NothingIsMain(), fallback="trafilatura").extract(real_page)
     assert rescued.fallback_used and rescued.fallback_reason == "empty_output"

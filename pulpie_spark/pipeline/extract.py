@@ -7,8 +7,11 @@
 Every input row ends in exactly one of the two tables. The output keeps every input
 column unchanged and adds ``doc_id`` (kept if present), ``markdown``, ``text``,
 ``main_html`` (optional), ``n_blocks``, ``n_main``, ``model_id``, ``error`` and
-``fallback`` (both null on this path: reserved for fallback extractors). Rejects keep
-the input columns and add ``doc_id``, ``reason`` and ``stage``.
+``fallback``. With ``fallback="trafilatura"`` (the default) a page the model could not
+serve (no blocks, a classify/render error, empty Markdown) is extracted by trafilatura:
+it stays in the output with ``fallback`` = ``trafilatura:<why>`` and the model path's
+failure in ``error``. Rejects keep the input columns and add ``doc_id``, ``reason`` and
+``stage``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+
+from pulpie_spark.fallback import DEFAULT_FALLBACK
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +42,7 @@ class ExtractOptions:
     device: str | None = None
     gpu_amount: float | None = None
     batch_tokens: int | None = None
+    fallback: str = DEFAULT_FALLBACK
     html_col: str = "html"
     url_col: str = "url"
     charset_col: str = "declared_charset"
@@ -76,8 +82,10 @@ def process(df, options: ExtractOptions | None = None):
     from pyspark.sql import functions as F
 
     from pulpie_spark.classify.spark import classify_dataframe, resolve_gpu_amount
+    from pulpie_spark.fallback import REASON_EMPTY, REASON_ERROR, REASON_NO_BLOCKS, validate_fallback
+    from pulpie_spark.pipeline.fallback import fallback_column
     from pulpie_spark.pipeline.render import render_column
-    from pulpie_spark.pipeline.segment import segment_column
+    from pulpie_spark.pipeline.segment import NO_BLOCKS, segment_column
 
     options = options or ExtractOptions()
     validate_input(df, options)
@@ -115,23 +123,45 @@ def process(df, options: ExtractOptions | None = None):
     rendered = render_column(F.when(F.col("classify_error").isNull(), F.col(_P + "map_html")),
                              F.col("labels"), links=options.links, images=options.images)
     df = df.withColumn(_P + "render", rendered)
-    reason = F.coalesce(F.col(_P + "in_reason"), F.col(_P + "seg_error"), F.col("classify_error"),
-                        F.col(_P + "render.render_error"))
+    model_error = F.coalesce(F.col(_P + "seg_error"), F.col("classify_error"), F.col(_P + "render.render_error"))
+    markdown, text = F.col(_P + "render.markdown"), F.col(_P + "render.text")
+    fallback = error = F.lit(None).cast("string")
+    if validate_fallback(options.fallback) != "none":
+        # Same rule as Extractor (pulpie_spark.fallback.fallback_reason), in SQL so that
+        # only the rows that need it ship their HTML to the fallback UDF.
+        why = (F.when(F.col(_P + "seg_error") == NO_BLOCKS, F.lit(REASON_NO_BLOCKS))
+               .when(model_error.isNotNull(), F.lit(REASON_ERROR))
+               .when(F.trim(F.coalesce(markdown, F.lit(""))) == "", F.lit(REASON_EMPTY)))
+        needed = F.col(_P + "in_reason").isNull() & why.isNotNull()
+        df = df.withColumn(_P + "why", why).withColumn(
+            _P + "fb", fallback_column(F.when(needed, F.col(options.html_col)), charset,
+                                       links=options.links, images=options.images))
+        used = needed & F.col(_P + "fb.fallback").isNotNull()
+        markdown = F.when(used, F.col(_P + "fb.markdown")).otherwise(markdown)
+        text = F.when(used, F.col(_P + "fb.text")).otherwise(text)
+        fallback = F.when(used, F.concat(F.lit("trafilatura:"), F.col(_P + "why")))
+        error = F.when(used, model_error)
+        # A page rescued by the fallback is output, not a reject.
+        model_error = F.when(~used, model_error)
+    reason = F.coalesce(F.col(_P + "in_reason"), model_error)
     stage = (F.when(F.col(_P + "in_reason").isNotNull(), F.lit("ingest"))
+             .when(model_error.isNull(), F.lit(None))
              .when(F.col(_P + "seg_error").isNotNull(), F.lit("segment"))
              .when(F.col("classify_error").isNotNull(), F.lit("classify"))
              .when(F.col(_P + "render.render_error").isNotNull(), F.lit("render")))
     df = df.select(
         *[F.col(c) for c in input_cols if c not in ("labels", "main_probs", "model_id", "classify_error")],
         "doc_id",
-        F.col(_P + "render.markdown").alias(_P + "markdown"),
-        F.col(_P + "render.text").alias(_P + "text"),
+        markdown.alias(_P + "markdown"),
+        text.alias(_P + "text"),
         F.col(_P + "render.main_html").alias(_P + "main_html"),
         F.size(_P + "blocks").cast("int").alias(_P + "n_blocks"),
         F.col(_P + "render.n_main").alias(_P + "n_main"),
         F.col("model_id").alias(_P + "model_id"),
         reason.alias(_P + "reason"),
         stage.alias(_P + "stage"),
+        error.alias(_P + "error"),
+        fallback.alias(_P + "fallback"),
     )
     return df, input_cols
 
@@ -153,8 +183,8 @@ def output_frame(processed, input_cols: list[str], options: ExtractOptions):
         F.col(_P + "n_blocks").alias("n_blocks"),
         F.col(_P + "n_main").alias("n_main"),
         F.col(_P + "model_id").alias("model_id"),
-        F.lit(None).cast("string").alias("error"),
-        F.lit(None).cast("string").alias("fallback"),
+        F.col(_P + "error").alias("error"),
+        F.col(_P + "fallback").alias("fallback"),
     ]
     return processed.where(F.col(_P + "reason").isNull()).select(*cols)
 
