@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One entry point for set-up, tests and the demo.
 #   ./build.sh setup   create .venv and install the package with its test extras
-#   ./build.sh test    set up (if needed) and run the test suite
+#   ./build.sh test    set up (if needed) and run the test suite (fast tier, < 10 min on 2 cores)
+#   ./build.sh test-all  the same plus the slow tier (standalone cluster faults, adversarial corpus)
 #   ./build.sh demo    set up (if needed) and run jobs/extract.py on the bundled sample
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -27,6 +28,7 @@ shift || true
 case "$cmd" in
     setup) setup ;;
     test) setup; exec "$VENV/bin/python" -m pytest "$@" ;;
+    test-all) setup; PULPIE_SLOW_TESTS=1 exec "$VENV/bin/python" -m pytest "$@" ;;
     demo) setup; exec "$VENV/bin/python" jobs/extract.py "$@" ;;
-    *) echo "usage: $0 setup|test|demo [args]" >&2; exit 2 ;;
+    *) echo "usage: $0 setup|test|test-all|demo [args]" >&2; exit 2 ;;
 esac

@@ -150,5 +150,14 @@ def decode_html(data: bytes | str | None, declared_charset: str | None = None) -
         utf8_text = _try_decode(data, "utf-8")
         if utf8_text is not None:
             return utf8_text, "utf-8"
+    # A UTF-8 page with a stray byte (a cut multi-byte sequence, a pasted cp1252 quote)
+    # is still UTF-8: browsers decode it with a U+FFFD per bad sequence. Decoding all of it
+    # as cp1252 would garble every other non-ASCII character. A real cp1252 page decoded as
+    # UTF-8 gives (almost) no valid multi-byte characters, so the ratio tells them apart.
+    lenient = data.decode("utf-8", "replace")
+    bad = lenient.count("\ufffd")
+    valid_non_ascii = len(lenient) - len(lenient.encode("ascii", "ignore")) - bad
+    if valid_non_ascii >= 2 * bad:
+        return lenient, "utf-8"
     # windows-1252 leaves five bytes undefined; those become U+FFFD rather than an error.
     return data.decode("cp1252", "replace"), "cp1252"

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from selectolax.lexbor import LexborHTMLParser
 
 from pulpie_spark.decode import decode_html
+from pulpie_spark.guards import REASON_EMPTY
 
 __all__ = ["SimplifiedPage", "simplify", "block_text", "CUTOFF_LENGTH", "MAX_PATH_DEPTH"]
 
@@ -824,7 +825,7 @@ def simplify(html: str | bytes | None, *, declared_charset: str | None = None,
 
 def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     if html is None:
-        return _empty(None, "empty_html")
+        return _empty(None, REASON_EMPTY)
     if isinstance(html, (bytes, bytearray, memoryview)):
         text, encoding = decode_html(bytes(html), declared_charset)
     elif isinstance(html, str):
@@ -832,7 +833,7 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     else:
         return _empty(None, "not_html: %s" % type(html).__name__)
     if not text or not text.strip():
-        return _empty(encoding, "empty_html")
+        return _empty(encoding, REASON_EMPTY)
     if "\x00" in text:
         text = text.replace("\x00", "\ufffd")
     # The map marks runs with private-use characters; a page's own are made harmless.

@@ -5,7 +5,6 @@ rerun gives the same rows."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import sys
 from pathlib import Path
@@ -102,9 +101,7 @@ def test_curate_job_end_to_end(spark, extracted, first_run):
     assert html.count("data:image/png;base64,") >= 3
 
 
-@pytest.mark.skipif(not os.environ.get("PULPIE_SLOW_TESTS"),
-                    reason="a second full job run; set PULPIE_SLOW_TESTS=1. "
-                           "Partition-independence is tested in test_dedup.py")
+@pytest.mark.slow  # a second full job run; partition independence is in test_dedup.py
 def test_curate_job_rerun_is_identical(extracted, first_run, tmp_path):
     _run(extracted, tmp_path)
     for name in ("curated", "curated_removed"):

@@ -31,6 +31,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES_PER_FILE = 4
 INPUT_FILES = 6

@@ -62,6 +62,21 @@ def _dir_fingerprint(directory: Path) -> str:
 _SHIPPED: dict[tuple[int, str], str] = {}
 
 
+_SHIP_DIR: Path | None = None
+
+
+def _ship_dir() -> Path:
+    """This driver process's own folder for model archives, removed when it exits."""
+    global _SHIP_DIR
+    if _SHIP_DIR is None:
+        import atexit
+        import shutil
+
+        _SHIP_DIR = Path(tempfile.mkdtemp(prefix="pulpie-models-"))
+        atexit.register(shutil.rmtree, _SHIP_DIR, True)
+    return _SHIP_DIR
+
+
 def ship_directory(spark, directory: Path) -> str:
     """Zip a checkpoint directory once per session and add it as a Spark archive."""
     sc = spark.sparkContext
@@ -70,14 +85,14 @@ def ship_directory(spark, directory: Path) -> str:
     if key in _SHIPPED:
         return _SHIPPED[key]
     alias = f"pulpie-model-{fingerprint}"
-    zip_path = Path(tempfile.gettempdir()) / f"{alias}.zip"
+    # A directory private to this driver process: a shared /tmp name could be deleted or
+    # rewritten by another job while Spark still serves the archive to executors.
+    zip_path = _ship_dir() / f"{alias}.zip"
     if not zip_path.exists():
-        partial = zip_path.with_suffix(f".{os.getpid()}.part")
         # safetensors are already dense: store, don't deflate (faster, same size).
-        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED) as zf:
+        with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_STORED) as zf:
             for f in sorted(p for p in directory.rglob("*") if p.is_file()):
                 zf.write(f, f.relative_to(directory).as_posix())
-        partial.replace(zip_path)
     sc.addArchive(f"{zip_path}#{alias}")
     _SHIPPED[key] = alias
     return alias

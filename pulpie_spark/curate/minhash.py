@@ -1,20 +1,24 @@
 """MinHash signatures over word n-grams, vectorized per batch of documents.
 
-Scheme (pure numpy + xxhash, no Spark):
+Scheme (pure numpy, no Python call per word or shingle, no Spark):
 
-1. words: lowercase ``\\w+`` runs of the normalized text;
-2. each word hashed once with xxh64 (seeded); a shingle (n consecutive words) is the
-   rolling combination of its word hashes, finished with the splitmix64 mixer, then
-   reduced to its low 32 bits ``x`` (a document with fewer than n words is one shingle);
-3. permutation i is ``h_i(x) = (a_i * x + b_i) mod (2^61 - 1)`` with ``a_i in [1, p)``,
-   ``b_i in [0, p)``; exactly as in datasketch's MinHash the product wraps at 2^64
-   (numpy uint64) before the Mersenne reduction, which is one fold here
-   (``(v & p) + (v >> 61)``) instead of a ``%``: 5 array operations over a
-   (shingles x num_perm) matrix per batch;
-4. signature = per document column-wise minimum (``np.minimum.reduceat``), stored as
-   uint32 (low 32 bits, like datasketch's default 32-bit scheme).
+1. words: lowercase ``\\w+`` runs of the text (exactly ``words()``), found on the
+   batch's code points (UTF-32, all documents joined by a separator) with one table
+   ``V[code point]`` that lowercases and marks non-word chars with 0;
+2. word hash: polynomial ``sum_t V[c_t] * B^-t mod 2^64`` over its chars, read off one
+   prefix sum of the whole batch (``(Q[end] - Q[start]) * B^start``), finished with
+   splitmix64 of (hash, length, seed); a shingle (n consecutive words) is the rolling
+   combination of its word hashes, finished with splitmix64 (a document with fewer than
+   n words is one shingle); everything is numpy over the batch, no Python per word;
+3. one-permutation hashing (Li, Owen & Zhang 2012): each 64-bit shingle hash picks its
+   bin ``((h >> 32) * num_perm) >> 32`` and the bin keeps the minimum of the low 32 bits
+   (capped at 0xFFFFFFFE); one pass over the shingles instead of num_perm;
+4. empty bins are filled by optimal densification (Shrivastava 2017): bin j copies
+   the first non-empty bin of a probe sequence that depends only on (j, attempt, seed),
+   so P(equal position) = Jaccard exactly as for classic MinHash;
+5. signature: (n_docs, num_perm) uint32; a document without words is all 0xFFFFFFFF.
 
-Two signatures estimate Jaccard as the share of equal positions, exactly like
+Two signatures estimate Jaccard as the share of equal positions, like
 ``datasketch.MinHash.jaccard``. Bands hash ``rows`` consecutive values to one int64.
 """
 
@@ -22,21 +26,25 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from functools import lru_cache
-from itertools import repeat as _repeat
-from typing import Sequence
 
 import numpy as np
-import xxhash
 
 MERSENNE_61 = np.uint64((1 << 61) - 1)
 _U32 = np.uint64(0xFFFFFFFF)
 _EMPTY = np.uint32(0xFFFFFFFF)
+_MAX_VALUE = np.uint64(0xFFFFFFFE)  # a shingle's value never equals the empty marker
 _ROLL = np.uint64(0x100000001B3)  # FNV-64 prime: odd, spreads across all 64 bits
 _SM1 = np.uint64(0xBF58476D1CE4E5B9)
 _SM2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_LEN_MUL = np.uint64(0xC2B2AE3D27D4EB4F)
+_PROBE_MUL = np.uint64(0x165667B19E3779F9)
 _WORD = re.compile(r"\w+")
-_CHUNK_ROWS = 4096  # rows of the (shingles x num_perm) matrix per step: ~3.5 MB, stays in L2/L3
+_BATCH_CHARS = 1 << 20  # code points per vectorized step: bounds temporary memory (~50 MB)
+_BASE = np.uint64(0x9FB21C651E98DF25)  # odd: invertible mod 2^64
+_BASE_INV = np.uint64(pow(0x9FB21C651E98DF25, -1, 1 << 64))
 
 
 def _splitmix64(v: np.ndarray) -> np.ndarray:
@@ -47,9 +55,63 @@ def _splitmix64(v: np.ndarray) -> np.ndarray:
     return v ^ (v >> np.uint64(31))
 
 
+def _seed_mix(seed: int) -> np.uint64:
+    return np.uint64(int(_splitmix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]))
+
+
+# chars that str.lower() does not map one-to-one: capital sigma (final-sigma context)
+# plus, filled by _char_table(), those with a multi-char lowercase (U+0130)
+_CONTEXT_LOWER: list[str] = ["\u03a3"]
+
+
+@lru_cache(maxsize=1)
+def _char_table() -> np.ndarray:
+    """V[code point] (uint64): 0 when the lowercased char is not a ``\\w`` char
+    (``\\w`` is isalnum() or '_'), else a fixed random non-zero value of the lowercased
+    char, so that the table both lowercases and finds words. Single-char lowercasing is
+    exact except for U+0130 (two chars) and U+03A3 (final sigma depends on context):
+    texts with these are lowercased by str.lower() first (lower() is idempotent)."""
+    n = 0x110000
+    lowered = list(map(str.lower, map(chr, range(n))))
+    multi = [cp for cp, low in enumerate(lowered) if len(low) != 1]  # [0x130] on CPython 3.x
+    for cp in multi:
+        lowered[cp] = chr(cp)
+    _CONTEXT_LOWER[:] = sorted(set(_CONTEXT_LOWER) | {chr(cp) for cp in multi})
+    lower = np.fromiter(map(ord, lowered), dtype=np.int64, count=n)
+    is_word = np.fromiter(map(str.isalnum, map(chr, range(n))), dtype=bool, count=n)
+    is_word[ord("_")] = True
+    # splitmix64 of the code point: fixed across numpy versions (no RNG stream)
+    rand = _splitmix64(np.arange(n, dtype=np.uint64) + np.uint64(0x5EED0000))
+    rand[rand == 0] = 1
+    table = np.where(is_word[lower], rand[lower], np.uint64(0))
+    table.setflags(write=False)
+    return table
+
+
+_POW_CACHE: dict[str, np.ndarray] = {}
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(B^m, B^-m) mod 2^64 for m < n (uint64); cached for one step (_BATCH_CHARS)."""
+    cached = _POW_CACHE.get("p")
+    if cached is not None and len(cached) >= n:
+        return cached[:n], _POW_CACHE["q"][:n]
+    size = max(n, _BATCH_CHARS + 2)
+    p = np.full(size, _BASE, dtype=np.uint64)
+    p[0] = 1
+    np.multiply.accumulate(p, out=p)
+    q = np.full(size, _BASE_INV, dtype=np.uint64)
+    q[0] = 1
+    np.multiply.accumulate(q, out=q)
+    if size <= _BATCH_CHARS + 2:
+        _POW_CACHE["p"], _POW_CACHE["q"] = p, q
+    return p[:n], q[:n]
+
+
 @lru_cache(maxsize=16)
 def permutations(num_perm: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b) coefficients, shape (num_perm,), uint64; deterministic in (num_perm, seed)."""
+    """(a, b) coefficients, shape (num_perm,), uint64; deterministic in (num_perm, seed).
+    Kept for API compatibility; signatures use one-permutation hashing."""
     rng = np.random.Generator(np.random.PCG64(seed))
     a = rng.integers(1, (1 << 61) - 1, size=num_perm, dtype=np.uint64)
     b = rng.integers(0, (1 << 61) - 1, size=num_perm, dtype=np.uint64)
@@ -62,23 +124,94 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def _batch_shingles(texts: Sequence[str | None], ngram: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(shingle hashes uint64, document index int64) of a batch, documents in order."""
+    table = _char_table()  # first: also fills _CONTEXT_LOWER
+    docs = [t if t else "" for t in texts]
+    for i, t in enumerate(docs):
+        if not t.isascii() and any(c in t for c in _CONTEXT_LOWER):
+            docs[i] = t.lower()
+    n_docs = len(docs)
+    empty = (np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64))
+    if n_docs == 0:
+        return empty
+    # a separator (non-word char) around each document: no word spans two documents,
+    # and the first and last code points are never word chars
+    cps = np.frombuffer((" " + " ".join(docs) + " ").encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lens = np.fromiter(map(len, docs), dtype=np.int64, count=n_docs)
+    doc_start = np.ones(n_docs, dtype=np.int64)
+    np.cumsum(lens[:-1] + 1, out=doc_start[1:])
+    doc_start[1:] += 1
+    v = table[cps]
+    mask = v != 0
+    # change[i]: last index before a word starts / last index of a word (they alternate)
+    change = np.flatnonzero(mask[1:] != mask[:-1])
+    if len(change) == 0:
+        return empty
+    before, last = change[0::2], change[1::2]
+    wlen = last - before
+    # word [s, e): sum_t V[c_{s+t}] * B^-t = (Q[e-1] - Q[s-1]) * B^s, Q = cumsum(V[c_m] * B^-m)
+    pw, pw_inv = _powers(len(cps))
+    v *= pw_inv
+    np.cumsum(v, out=v)
+    word_hash = v.take(last)
+    word_hash -= v.take(before)
+    word_hash *= pw[1:].take(before)
+    word_hash ^= wlen.view(np.uint64) * _LEN_MUL + _seed_mix(seed)
+    word_hash = _splitmix64(word_hash)
+    first_word = np.searchsorted(before, doc_start - 1)
+    n_words = np.diff(first_word, append=len(before))
+    word_doc = np.repeat(np.arange(n_docs), n_words)
+
+    out_h, out_d = [], []
+    count = len(word_hash) - ngram + 1
+    if count > 0:
+        acc = word_hash[:count].copy()
+        for k in range(1, ngram):
+            acc *= _ROLL
+            acc += word_hash[k: k + count]
+        ok = word_doc[:count] == word_doc[ngram - 1:]
+        out_h.append(_splitmix64(acc[ok] ^ np.uint64(ngram)))
+        out_d.append(word_doc[:count][ok])
+    # documents with 1 .. ngram-1 words: one shingle of all their words
+    short = np.flatnonzero((n_words > 0) & (n_words < ngram))
+    if len(short):
+        first = np.searchsorted(word_doc, short)
+        vals = np.empty(len(short), dtype=np.uint64)
+        for i, (d, f) in enumerate(zip(short.tolist(), first.tolist())):
+            n = int(n_words[d])
+            wh = word_hash[f: f + n].tolist()
+            acc = wh[0]
+            for k in range(1, n):
+                acc = (acc * int(_ROLL) + wh[k]) & 0xFFFFFFFFFFFFFFFF
+            vals[i] = acc ^ n
+        out_h.append(_splitmix64(vals))
+        out_d.append(short)
+    if len(out_h) == 1:
+        return out_h[0], out_d[0]
+    h, d = np.concatenate(out_h), np.concatenate(out_d)
+    order = np.argsort(d, kind="stable")
+    return h[order], d[order]
+
+
+def _chunks(texts: Sequence[str | None]):
+    """Consecutive (lo, hi) document ranges of at most ~_BATCH_CHARS characters."""
+    lo, size = 0, 0
+    for i, t in enumerate(texts):
+        n = len(t) if t else 0
+        if size and size + n > _BATCH_CHARS:
+            yield lo, i
+            lo, size = i, 0
+        size += n + 1
+    yield lo, len(texts)
+
+
 def shingle_hashes(text: str | None, ngram: int = 5, seed: int = 1) -> np.ndarray:
     """64-bit hashes of the word n-grams of ``text`` (uint64; empty for no words).
 
     Not deduplicated: the MinHash minimum ignores repeats; use np.unique for sets.
     """
-    tokens = words(text) if text else []
-    if not tokens:
-        return np.empty(0, dtype=np.uint64)
-    # map() over C callables: no Python frame per word
-    token_hash = np.fromiter(map(xxhash.xxh64_intdigest, map(str.encode, tokens), _repeat(seed)),
-                             dtype=np.uint64, count=len(tokens))
-    n = min(ngram, len(tokens))
-    count = len(tokens) - n + 1
-    acc = token_hash[:count].copy()
-    for k in range(1, n):
-        acc = acc * _ROLL + token_hash[k: k + count]
-    return _splitmix64(acc ^ np.uint64(n))
+    return _batch_shingles([text], ngram, seed)[0]
 
 
 def shingle_set(text: str | None, ngram: int = 5, seed: int = 1) -> np.ndarray:
@@ -93,43 +226,81 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
+def _probe(bins: np.ndarray, attempt: int, num_perm: int, seed_mix: np.uint64) -> np.ndarray:
+    """Densification probe: bin to copy from for empty bin ``bins`` at ``attempt``."""
+    offset = np.uint64((attempt * int(_GOLDEN) + int(seed_mix)) & 0xFFFFFFFFFFFFFFFF)
+    x = bins.astype(np.uint64) * _PROBE_MUL + offset
+    return ((_splitmix64(x) >> np.uint64(32)) * np.uint64(num_perm)) >> np.uint64(32)
+
+
+def _densify(sig: np.ndarray, seed: int) -> None:
+    """Optimal densification in place for rows with some (not all) empty bins."""
+    num_perm = sig.shape[1]
+    empty = sig == _EMPTY
+    n_empty = empty.sum(axis=1)
+    rows = np.flatnonzero((n_empty > 0) & (n_empty < num_perm))
+    if len(rows) == 0:
+        return
+    # a row with one non-empty bin: every probe sequence ends there
+    single = rows[n_empty[rows] == num_perm - 1]
+    if len(single):
+        sig[single] = sig[single].min(axis=1, keepdims=True)
+        rows = rows[n_empty[rows] < num_perm - 1]
+    if len(rows) == 0:
+        return
+    src = sig[rows]  # snapshot: borrow only from originally non-empty bins
+    r, j = np.nonzero(src == _EMPTY)
+    mix = _seed_mix(seed ^ 0x0DE45)
+    attempt = 0
+    while len(r):
+        attempt += 1
+        if attempt > 4096:  # never seen in practice: next non-empty bin to the right
+            for rr, jj in zip(r.tolist(), j.tolist()):
+                row = src[rr]
+                k = next(k for k in range(1, num_perm) if row[(jj + k) % num_perm] != _EMPTY)
+                sig[rows[rr], jj] = row[(jj + k) % num_perm]
+            break
+        val = src[r, _probe(j, attempt, num_perm, mix).astype(np.intp)]
+        hit = val != _EMPTY
+        sig[rows[r[hit]], j[hit]] = val[hit]
+        r, j = r[~hit], j[~hit]
+
+
+def _oph(h: np.ndarray, doc: np.ndarray, n_docs: int, num_perm: int, seed: int) -> np.ndarray:
+    sig = np.full(n_docs * num_perm, _EMPTY, dtype=np.uint32)
+    if len(h):
+        bins = ((h >> np.uint64(32)) * np.uint64(num_perm)) >> np.uint64(32)
+        flat = doc.astype(np.uint64) * np.uint64(num_perm) + bins
+        vals = np.minimum(h & _U32, _MAX_VALUE).astype(np.uint32)
+        np.minimum.at(sig, flat.astype(np.intp), vals)
+    sig = sig.reshape(n_docs, num_perm)
+    _densify(sig, seed)
+    return sig
+
+
 def signatures_from_hashes(hash_lists: Sequence[np.ndarray], num_perm: int = 112,
                            seed: int = 1) -> np.ndarray:
     """(n_docs, num_perm) uint32 signatures; a document without shingles gets all 0xFFFFFFFF."""
-    a, b = permutations(num_perm, seed)
     n_docs = len(hash_lists)
-    sig = np.full((n_docs, num_perm), np.iinfo(np.uint64).max, dtype=np.uint64)
     lengths = np.fromiter((len(h) for h in hash_lists), dtype=np.int64, count=n_docs)
     if lengths.sum() == 0:
         return np.full((n_docs, num_perm), _EMPTY, dtype=np.uint32)
-    x = np.concatenate([h for h in hash_lists if len(h)]) & _U32
-    row_doc = np.repeat(np.arange(n_docs), lengths)
-    buf = np.empty((_CHUNK_ROWS, num_perm), dtype=np.uint64)
-    tmp = np.empty_like(buf)
-    for start in range(0, len(x), _CHUNK_ROWS):
-        xs = x[start: start + _CHUNK_ROWS]
-        rows = len(xs)
-        v, t = buf[:rows], tmp[:rows]
-        np.multiply(xs[:, None], a[None, :], out=v)
-        v += b
-        np.right_shift(v, 61, out=t)
-        v &= MERSENNE_61
-        v += t
-        docs = row_doc[start: start + rows]
-        bounds = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1], True]).tolist()
-        # a contiguous .min(axis=0) per document is ~8x faster than minimum.reduceat(axis=0)
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            doc = docs[lo]
-            np.minimum(sig[doc], v[lo:hi].min(axis=0), out=sig[doc])
-    out = (sig & _U32).astype(np.uint32)
-    out[lengths == 0] = _EMPTY
-    return out
+    h = np.concatenate([np.asarray(x, dtype=np.uint64) for x in hash_lists if len(x)])
+    doc = np.repeat(np.arange(n_docs), lengths)
+    return _oph(h, doc, n_docs, num_perm, seed)
 
 
 def signatures(texts: Sequence[str | None], ngram: int = 5, num_perm: int = 112,
                seed: int = 1) -> np.ndarray:
     """MinHash signatures of a batch of texts, (n_docs, num_perm) uint32."""
-    return signatures_from_hashes([shingle_hashes(t, ngram, seed) for t in texts], num_perm, seed)
+    texts = list(texts)
+    parts = []
+    for lo, hi in _chunks(texts):
+        h, doc = _batch_shingles(texts[lo:hi], ngram, seed)
+        parts.append(_oph(h, doc, hi - lo, num_perm, seed))
+    if not parts:
+        return np.full((0, num_perm), _EMPTY, dtype=np.uint32)
+    return parts[0] if len(parts) == 1 else np.vstack(parts)
 
 
 def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray | float:

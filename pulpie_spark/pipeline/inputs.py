@@ -30,6 +30,9 @@ def load_input(spark, path: str, input_format: str = "auto", **warc_options):
 
     fmt = detect_input_format(spark, path) if input_format in (None, "auto") else input_format
     if fmt == "warc":
+        # Every record comes in: the extract stage sends non-HTML / non-200 records to the
+        # rejects table as "skipped:<why>", so none disappears without a trace.
+        warc_options = {"keep_non_html": True, "keep_non_200": True, **warc_options}
         records = read_warc(spark, path, **warc_options)
         # Ingest runs one task per file; with fewer files than task slots (a sample, a
         # test) spread the pages over the slots for the per-page stages.
