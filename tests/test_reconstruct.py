@@ -63,7 +63,7 @@ def test_labels_as_numpy_and_extra_labels():
 
 
 def test_every_block_can_be_rebuilt(data_dir):
-    page = simplify((data_dir / "seg_wcxb_0541.html").read_bytes())
+    page = simplify((data_dir / "md_wcxb_dev_0541.html").read_bytes())
     everything = main_html(page.map_html, [1] * len(page.blocks))
     rebuilt = simplify(everything)
     assert [block_text(b) for b in rebuilt.blocks] == [block_text(b) for b in page.blocks]

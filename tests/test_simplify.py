@@ -147,7 +147,7 @@ def test_rule8_ids_in_document_order_and_page_wrapper(reference_cases):
     assert ids == list(range(1, len(page.blocks) + 1))
 
 
-@pytest.mark.parametrize("name", ["seg_wcxb_0541.html", "seg_wcxb_4855.html", "seg_mozilla_replace-brs.html"])
+@pytest.mark.parametrize("name", ["md_wcxb_dev_0541.html", "seg_wcxb_4855.html", "seg_mozilla_replace-brs.html"])
 def test_real_pages_match_the_reference(data_dir, name):
     expected = json.loads((data_dir / "seg_reference_pages.json").read_text(encoding="utf-8"))[name]
     page = simplify((data_dir / name).read_bytes())
@@ -156,7 +156,7 @@ def test_real_pages_match_the_reference(data_dir, name):
 
 
 def test_map_html_carries_the_same_ids(data_dir):
-    for name in ("seg_wcxb_0541.html", "seg_wcxb_4855.html"):
+    for name in ("md_wcxb_dev_0541.html", "seg_wcxb_4855.html"):
         page = simplify((data_dir / name).read_bytes())
         ids = re.findall(r'_item_id="(\d+)"', page.map_html)
         assert sorted(map(int, ids)) == list(range(1, len(page.blocks) + 1))

@@ -69,10 +69,10 @@ def signature_udf(near_cfg: Mapping, bands: int, rows: int):
 
     @F.pandas_udf(schema)
     def minhash_signature(texts: pd.Series) -> pd.DataFrame:
-        hash_lists = [minhash.shingle_hashes(t if isinstance(t, str) else None, ngram, seed) for t in texts]
-        sigs = minhash.signatures_from_hashes(hash_lists, num_perm, seed)
+        sigs = minhash.signatures([t if isinstance(t, str) else None for t in texts], ngram, num_perm, seed)
         band_vals = minhash.band_hashes(sigs, bands, rows)
-        has_words = [len(h) > 0 for h in hash_lists]
+        # A text without shingles gets the all-0xFFFFFFFF signature (minhash._EMPTY).
+        has_words = (sigs != np.uint32(0xFFFFFFFF)).any(axis=1).tolist()
         le = sigs.astype("<u4", copy=False)
         return pd.DataFrame({
             "signature": [le[i].tobytes() if ok else None for i, ok in enumerate(has_words)],

@@ -1,1 +1,0 @@
-"""Extraction-quality evaluation: metrics (ROUGE-5, shingle F1) and a local harness."""
