@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from pathlib import Path
@@ -32,30 +31,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pulpie_spark.cli import SparkJob, run_job  # noqa: E402
-
-log = logging.getLogger("pulpie_spark.train")
-
-EXAMPLE_SCHEMA = ("source string, page_id string, split string, kept boolean, gold_recall double, "
-                  "error string, n_blocks int, ids array<int>, numeric array<float>, labels array<tinyint>, "
-                  "words array<int>, teacher array<float>")
-
-
-def _examples_udf(teacher_name: str | None, min_recall: float, n_buckets: int):
-    def fn(batches):
-        from pulpie_spark.blockmodel.data import build_examples
-
-        teacher = None
-        if teacher_name:
-            from pulpie_spark.classify.registry import load_classifier
-
-            teacher = load_classifier(teacher_name)
-        for pdf in batches:
-            frame = build_examples(pdf, min_recall=min_recall, keep_unconfident=True, teacher=teacher,
-                                   n_buckets=n_buckets)
-            frame["n_blocks"] = frame["n_blocks"].astype("int32")
-            yield frame[["source", "page_id", "split", "kept", "gold_recall", "error", "n_blocks", "ids",
-                         "numeric", "labels", "words", "teacher"]]
-    return fn
 
 
 class TrainJob(SparkJob):
@@ -86,30 +61,6 @@ class TrainJob(SparkJob):
         parser.add_argument("--use-gpu", action="store_true")
         parser.add_argument("--local-mode", action="store_true", help="TorchDistributor processes on the driver")
 
-    def build_cache(self, spark, args) -> None:
-        from pyspark.sql import functions as F
-
-        df = spark.read.parquet(args.input)
-        cols = set(df.columns)
-        if "html" not in cols or not ({"gold_text", "labels"} & cols):
-            raise SystemExit(f"--input needs html and gold_text (or labels) columns, has {sorted(cols)}")
-        if args.sources:
-            df = df.where(F.col("source").isin([s.strip() for s in args.sources.split(",")]))
-        if args.limit:
-            df = df.orderBy(*[c for c in ("source", "page_id") if c in cols]).limit(args.limit)
-        if "source" not in cols:
-            df = df.withColumn("source", F.lit("input"))
-        if "page_id" not in cols:
-            df = df.withColumn("page_id", F.sha2(F.col("html").cast("binary"), 256))
-        if "split" not in cols:
-            # Stable dev split without a host column: 1 page in 10 by crc32 of page_id.
-            df = df.withColumn("split", F.when(F.crc32(F.col("page_id")) % 10 == 0, "dev").otherwise("train"))
-        keep = [c for c in ("source", "page_id", "split", "html", "gold_text", "labels", "declared_charset")
-                if c in df.columns]
-        out = df.select(*keep).mapInPandas(_examples_udf(args.teacher, args.min_recall, args.buckets),
-                                                 EXAMPLE_SCHEMA)
-        out.write.mode("overwrite").parquet(args.features_cache)
-
     def run(self, spark, args) -> int:
         from pulpie_spark.blockmodel.training import TrainConfig, train_entry
         from pulpie_spark.labels import coverage_by_source, format_coverage
@@ -117,7 +68,11 @@ class TrainJob(SparkJob):
         if not args.input or not args.output:
             raise SystemExit("--input and --output are required")
         if not (args.reuse_cache and Path(args.features_cache).exists()):
-            self.build_cache(spark, args)
+            from pulpie_spark.blockmodel.spark import build_feature_cache
+
+            sources = [x.strip() for x in args.sources.split(",")] if args.sources else None
+            build_feature_cache(spark, args.input, args.features_cache, sources=sources, limit=args.limit,
+                                teacher=args.teacher, min_recall=args.min_recall, n_buckets=args.buckets)
         import pandas as pd
 
         cache = pd.read_parquet(args.features_cache, columns=["source", "kept", "labels", "gold_recall"])
