@@ -7,16 +7,8 @@ import numpy as np
 from pulpie_spark.reconstruct import main_html
 from pulpie_spark.simplify import block_text, simplify
 
-# The example of block-format.md (its blocks: tests/test_simplify.py).
-EXAMPLE = """<nav><a href="/">Home</a></nav>
-<div class="sidebar"><ul><li><a href="/a">A</a></li><li>B</li><li>C</li><li>D</li></ul></div>
-<article id="post"><h1>Hello</h1><p style="color:red" data-x="1">Some <b>bold</b> text here.</p>
-loose tail text <span>span</span><br>more
-<table><tr><td>1</td><td>2</td></tr></table>
-<img src="http://x/y.png?a=1&amp;b=2" alt="pic" width="300">
-<div style="display:none">hidden</div></article>
-<footer>(c) 2025</footer>
-"""
+# The example of block-format.md; its blocks are checked in tests/test_simplify.py.
+from test_simplify import EXAMPLE  # noqa: E402
 
 
 def test_main_blocks_keep_their_ancestors_and_drop_the_rest():
