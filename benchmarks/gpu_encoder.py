@@ -12,8 +12,9 @@ What runs:
 - tokenization + chunk packing: a thread (the Rust tokenizer releases the GIL);
 - model: EuroBERT token classifier with EuroBERT-210m's shape (hidden 768, 12 layers, 12
   heads, intermediate 3072, vocab 128256: Pulpie Small's shape) and random weights, saved
-  as safetensors and loaded through ``pulpie_spark.classify.hf.load_hf_classifier`` (bf16 +
-  SDPA on CUDA), batched by ``HFBlockClassifier`` (length-sorted, padded token budget);
+  as safetensors and loaded through ``pulpie_spark.classify.hf.load_hf_classifier`` (bf16 on
+  CUDA; packed attention: unpadded chunks, varlen flash attention), batched by
+  ``HFBlockClassifier`` under a token budget;
 - the three stages overlap through bounded queues; GPU utilisation is sampled with
   ``nvidia-smi`` every 100 ms while the model runs.
 No Hub: the tokenizer is a byte-level BPE trained here on the pages' blocks (EuroBERT's own
@@ -23,7 +24,9 @@ the script prints chars/token so the difference can be judged.
 Anchor, measured in the same run: the sequential per-page loop of pulpie 0.0.2's
 ``Extractor.extract`` (each chunk of each page alone, batch size 1) on the first
 ``--anchor-pages`` segmented pages, same model, same device; the ratio is model-only
-pages/s (batched) / model-only pages/s (sequential) on those pages. The published number
+pages/s (batched) / model-only pages/s (sequential) on those pages. On those pages the run
+also times the padded SDPA path (rows padded to the longest, attention mask) against the
+packed one, checks that both give the same labels, and sweeps the token budget. The published number
 (Pulpie Small, 25.7 pages/s on an A100, batched) is printed next to ours for reference; it
 is other hardware, so that ratio is indicative only.
 """
@@ -204,7 +207,7 @@ def run_pipeline(clf, pages: list[bytes], workers: int, pages_per_call: int, poo
         t0 = time.perf_counter()
         probs = chunk_main_probs(clf.model, chunks, batch_tokens=clf.batch_tokens, pad_id=clf.pad_id,
                                  device=clf.device, main_index=clf.main_index,
-                                 pad_multiple=clf.pad_multiple)
+                                 pad_multiple=clf.pad_multiple, packed=clf.packed)
         model_s += time.perf_counter() - t0
         results.extend(scatter_page_probs([len(g) for g in group], chunk_pages, chunks, probs))
         real_tokens += sum(len(c) for c in chunks)
@@ -225,10 +228,18 @@ def _pack(clf, group, stats):
     return group, chunks, chunk_pages
 
 
+def transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
 def _padded(chunks, clf) -> int:
     from pulpie_spark.classify.inference import plan_batches, round_up
 
     lengths = [len(c) for c in chunks]
+    if clf.packed:   # packed rows carry no padding
+        return sum(lengths)
     return sum(round_up(lengths[b[0]], clf.pad_multiple) * len(b)
                for b in plan_batches(lengths, clf.batch_tokens, pad_multiple=clf.pad_multiple))
 
@@ -243,9 +254,53 @@ def run_sequential_anchor(clf, page_blocks: list[list[str]]) -> float:
             continue
         for chunk in clf.chunk_page(blocks):
             chunk_main_probs(clf.model, [chunk], batch_tokens=len(chunk), pad_id=clf.pad_id,
-                             device=clf.device, main_index=clf.main_index)
+                             device=clf.device, main_index=clf.main_index, packed=clf.packed)
     _sync(clf.device)
     return time.perf_counter() - start
+
+
+def compare_padded(clf, model_dir: Path, page_blocks, packed_probs, args) -> dict:
+    """The padded SDPA path on the same pages: its model-only time and label agreement."""
+    import numpy as np
+
+    from pulpie_spark.classify.hf import load_hf_classifier
+
+    if not clf.packed:
+        return {"padded_compare": "run was padded"}
+    padded = load_hf_classifier(str(model_dir), device=clf.device, max_tokens=args.max_tokens,
+                                batch_tokens=clf.batch_tokens, packed=False)
+    padded.predict_proba(page_blocks[:8])   # warm-up
+    _sync(clf.device)
+    t0 = time.perf_counter()
+    padded_probs = padded.predict_proba(page_blocks)
+    _sync(clf.device)
+    seconds = time.perf_counter() - t0
+    a = np.concatenate([p for p in packed_probs if len(p)] or [np.zeros(0)])
+    b = np.concatenate([p for p in padded_probs if len(p)] or [np.zeros(0)])
+    del padded
+    return {"padded_same_pages_per_s": round(len(page_blocks) / seconds, 2),
+            "packed_vs_padded_max_abs_diff": round(float(np.abs(a - b).max()) if len(a) else 0.0, 5),
+            "packed_vs_padded_label_agreement": round(float(((a >= 0.5) == (b >= 0.5)).mean()) if len(a) else 1.0, 5)}
+
+
+def sweep_budgets(clf, page_blocks) -> dict:
+    """Model-only pages/s on pre-tokenized chunks for a few token budgets."""
+    from pulpie_spark.classify.inference import chunk_main_probs
+
+    chunks, _ = clf.chunk_pages(page_blocks)
+    out = {}
+    for budget in (32768, 65536, 131072, 262144):
+        if budget < clf.max_tokens:
+            continue
+        kwargs = dict(batch_tokens=budget, pad_id=clf.pad_id, device=clf.device,
+                      main_index=clf.main_index, pad_multiple=clf.pad_multiple, packed=clf.packed)
+        chunk_main_probs(clf.model, chunks, **kwargs)   # warm-up at this shape
+        _sync(clf.device)
+        t0 = time.perf_counter()
+        chunk_main_probs(clf.model, chunks, **kwargs)
+        _sync(clf.device)
+        out[str(budget)] = round(len(page_blocks) / (time.perf_counter() - t0), 2)
+    return {"model_only_pages_per_s_by_budget": out}
 
 
 def _sync(device: str) -> None:
@@ -264,7 +319,9 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=max((os.cpu_count() or 2) - 2, 1),
                         help="segmentation processes")
     parser.add_argument("--pages-per-call", type=int, default=256, help="pages per model call")
-    parser.add_argument("--batch-tokens", type=int, default=None, help="padded tokens per forward")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="tokens per forward (padding included)")
+    parser.add_argument("--attention", choices=("auto", "packed", "padded"), default="auto",
+                        help="packed (unpadded, varlen) or padded SDPA batches (auto: packed on CUDA)")
     parser.add_argument("--max-tokens", type=int, default=None,
                         help="chunk length (default 8192; 256 with --tiny: CPU attention is quadratic)")
     parser.add_argument("--vocab", type=int, default=None, help="BPE vocab (default 50000; 2000 with --tiny)")
@@ -297,6 +354,7 @@ def main(argv=None) -> int:
     import torch
 
     from pulpie_spark.classify.hf import load_hf_classifier, pick_device
+    from pulpie_spark.classify.packed import packed_varlen_kernel
 
     device = pick_device(args.device)
     work = Path(tempfile.mkdtemp(prefix="pulpie-gpu-bench-"))
@@ -310,7 +368,8 @@ def main(argv=None) -> int:
         n_params = save_model(work, tokenizer, args.tiny)
         log(f"model saved ({n_params / 1e6:.1f}M params)")
         clf = load_hf_classifier(str(work), device=device, max_tokens=args.max_tokens,
-                                 batch_tokens=args.batch_tokens, model_id="bench/eurobert-210m-random")
+                                 batch_tokens=args.batch_tokens, model_id="bench/eurobert-210m-random",
+                                 packed={"auto": None, "packed": True, "padded": False}[args.attention])
         chars = sum(len(b) for b in sample)
         toks = sum(len(x) for x in clf.tokenize_blocks(sample))
         # Warm-up: CUDA context, kernels, allocator.
@@ -333,9 +392,11 @@ def main(argv=None) -> int:
         anchor_blocks = [b for b, _, _ in pool.imap(segment, pages[:anchor_pages], chunksize=4)]
         anchor_s = run_sequential_anchor(clf, anchor_blocks)
         t0 = time.perf_counter()
-        clf.predict_proba(anchor_blocks)
+        packed_probs = clf.predict_proba(anchor_blocks)
         _sync(device)
         batched_s = time.perf_counter() - t0
+        compare = compare_padded(clf, work, anchor_blocks, packed_probs, args)
+        sweep = sweep_budgets(clf, anchor_blocks)
     finally:
         pool.terminate()
         shutil.rmtree(work, ignore_errors=True)
@@ -346,6 +407,8 @@ def main(argv=None) -> int:
         "device": device,
         "device_name": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
         "dtype": str(clf.model.dtype), "attn": clf.model.config._attn_implementation,
+        "packed": clf.packed, "varlen_kernel": packed_varlen_kernel(),
+        "torch": torch.__version__, "transformers": transformers_version(),
         "params": n_params, "tiny": args.tiny, "pages": n_pages, "workers": args.workers,
         "batch_tokens": clf.batch_tokens, "max_tokens": args.max_tokens,
         "pages_per_s": round(pages_per_s, 2),
@@ -367,6 +430,7 @@ def main(argv=None) -> int:
         "anchor_sequential_pages_per_s": round(anchor_pages / anchor_s, 2),
         "batched_same_pages_per_s": round(anchor_pages / batched_s, 2),
         "setup_s": round(setup_s, 1),
+        **compare, **sweep,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
@@ -387,6 +451,13 @@ def main(argv=None) -> int:
           f"tokens/page {result['tokens_per_page']}, padding {result['padding_share']:.1%}, "
           f"chars/token {result['chars_per_token']}, segmentation "
           f"{result['segment_pages_per_s_per_core']} pages/s/core")
+    if "padded_same_pages_per_s" in result:
+        print(f"{'model-only pages/s, packed vs padded':38s}{result['batched_same_pages_per_s']:12.2f}"
+              f"{result['padded_same_pages_per_s']:12.2f}"
+              f"{result['batched_same_pages_per_s'] / max(result['padded_same_pages_per_s'], 1e-9):8.2f}"
+              f"   (same pages; labels agree {result['packed_vs_padded_label_agreement']:.4f}, "
+              f"max |dP| {result['packed_vs_padded_max_abs_diff']})")
+    print(f"model-only pages/s by token budget: {result['model_only_pages_per_s_by_budget']}")
     print(f"wrote {args.out}")
     return 0
 

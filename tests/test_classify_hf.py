@@ -203,3 +203,31 @@ def test_published_style_config_loads_natively(tmp_path):
     head_dim = clf.model.config.hidden_size // clf.model.config.num_attention_heads
     expected = 1.0 / (250000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
     torch.testing.assert_close(clf.model.model.rotary_emb.inv_freq, expected)
+
+
+def test_packed_attention_equals_padded(random_dir, rigged_dir):
+    """Packed (unpadded, per-chunk attention: the CUDA default) gives the padded path's
+    probabilities, for any batch budget, and the rig's labels still land on their blocks."""
+    from pulpie_spark.classify.inference import plan_packed_batches
+
+    pages = _random_pages(seed=11, n_pages=12)
+    for directory in (random_dir, rigged_dir):
+        padded = load_hf_classifier(str(directory), device="cpu", max_tokens=16, batch_tokens=4096,
+                                    packed=False)
+        assert not padded.packed
+        want = padded.predict_proba(pages)
+        for budget in (4096, 40, 16):
+            packed = load_hf_classifier(str(directory), device="cpu", max_tokens=16, batch_tokens=budget,
+                                        packed=True)
+            assert packed.packed and packed.model.config._attn_implementation == "pulpie_packed"
+            got = packed.predict_proba(pages)
+            for x, y in zip(got, want):
+                np.testing.assert_allclose(x, y, rtol=0, atol=1e-5)
+    rigged = load_hf_classifier(str(rigged_dir), device="cpu", max_tokens=9, batch_tokens=30, packed=True)
+    assert rigged.predict(pages) == [[_expected_label(b, 9) for b in blocks] for blocks in pages]
+    # Rows hold several chunks and never exceed the budget unless one chunk alone does.
+    lengths = [7, 3, 9, 2, 2, 12]
+    plan = plan_packed_batches(lengths, 10)
+    assert sorted(i for b in plan for i in b) == list(range(len(lengths)))
+    assert all(sum(lengths[i] for i in b) <= 10 or len(b) == 1 for b in plan)
+    assert any(len(b) > 1 for b in plan)

@@ -4,7 +4,9 @@ Loading rules: weights only from safetensors (pickle ``.bin`` is refused: it can
 code), ``trust_remote_code`` off unless asked, ``<|sep|>`` added to the tokenizer
 when missing (embeddings resized, new row set deterministically), rotary ``inv_freq``
 buffers checked against a fresh computation and restored if loading lost them,
-bf16 + SDPA on CUDA and fp32 on CPU.
+bf16 + SDPA on CUDA and fp32 on CPU. On CUDA, models that route attention through
+transformers' attention interface run packed (unpadded chunks, varlen flash attention:
+:mod:`pulpie_spark.classify.packed`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 from pulpie_spark.chunker import DEFAULT_MAX_TOKENS, SEP_TOKEN, Chunk, pack_chunks
 from pulpie_spark.classify.base import ModelLoadError, probs_to_labels
 from pulpie_spark.classify.inference import chunk_main_probs, scatter_page_probs
+from pulpie_spark.classify.packed import enable_packed_attention
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +91,10 @@ class HFBlockClassifier:
     """A transformers token classifier that labels blocks at their ``<|sep|>`` tokens."""
 
     def __init__(self, model, tokenizer, *, model_id: str, device: str,
-                 max_tokens: int = DEFAULT_MAX_TOKENS, batch_tokens: int | None = None):
+                 max_tokens: int = DEFAULT_MAX_TOKENS, batch_tokens: int | None = None,
+                 packed: bool = False):
         self.model = model
+        self.packed = packed   # the model was switched to packed attention (see load_hf_classifier)
         self.tokenizer = tokenizer
         self.model_id = model_id
         self.device = device
@@ -148,7 +153,8 @@ class HFBlockClassifier:
         chunks, chunk_pages = self.chunk_pages(pages)
         chunk_probs = chunk_main_probs(self.model, chunks, batch_tokens=self.batch_tokens,
                                        pad_id=self.pad_id, device=self.device,
-                                       main_index=self.main_index, pad_multiple=self.pad_multiple)
+                                       main_index=self.main_index, pad_multiple=self.pad_multiple,
+                                       packed=self.packed)
         return scatter_page_probs([len(p) for p in pages], chunk_pages, chunks, chunk_probs)
 
     def predict(self, pages, paths=None) -> list[list[int]]:
@@ -176,8 +182,11 @@ def _set_deterministic(device: str) -> None:
 def load_hf_classifier(name_or_path: str, device: str | None = None, *, model_id: str | None = None,
                        trust_remote_code: bool = False, max_tokens: int = DEFAULT_MAX_TOKENS,
                        batch_tokens: int | None = None, dtype: str | None = None,
-                       deterministic: bool = True) -> HFBlockClassifier:
-    """Load a token classifier from a local directory or a Hub id (offline-aware)."""
+                       deterministic: bool = True, packed: bool | None = None) -> HFBlockClassifier:
+    """Load a token classifier from a local directory or a Hub id (offline-aware).
+
+    ``packed``: run unpadded packed attention (default: on CUDA, where the model supports it).
+    """
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
@@ -231,8 +240,11 @@ def load_hf_classifier(name_or_path: str, device: str | None = None, *, model_id
     if fixed:
         log.warning("restored %d rotary buffer(s) that loading %s left wrong", fixed, name_or_path)
     model.to(device).eval()
+    if packed is None:
+        packed = on_cuda
+    packed = packed and enable_packed_attention(model)
     return HFBlockClassifier(model, tokenizer, model_id=model_id or name_or_path, device=device,
-                             max_tokens=max_tokens, batch_tokens=batch_tokens)
+                             max_tokens=max_tokens, batch_tokens=batch_tokens, packed=packed)
 
 
 def _grow_embeddings(model, n_rows: int) -> None:
