@@ -354,7 +354,7 @@ def main(argv=None) -> int:
     import torch
 
     from pulpie_spark.classify.hf import load_hf_classifier, pick_device
-    from pulpie_spark.classify.packed import packed_varlen_kernel
+    from pulpie_spark.classify.packed import varlen_kernel_works
 
     device = pick_device(args.device)
     work = Path(tempfile.mkdtemp(prefix="pulpie-gpu-bench-"))
@@ -407,7 +407,8 @@ def main(argv=None) -> int:
         "device": device,
         "device_name": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
         "dtype": str(clf.model.dtype), "attn": clf.model.config._attn_implementation,
-        "packed": clf.packed, "varlen_kernel": packed_varlen_kernel(),
+        "packed": clf.packed, "varlen_kernel": clf.packed and device.startswith("cuda")
+        and varlen_kernel_works(torch.device(device), clf.model.dtype),
         "torch": torch.__version__, "transformers": transformers_version(),
         "params": n_params, "tiny": args.tiny, "pages": n_pages, "workers": args.workers,
         "batch_tokens": clf.batch_tokens, "max_tokens": args.max_tokens,

@@ -231,3 +231,23 @@ def test_packed_attention_equals_padded(random_dir, rigged_dir):
     assert sorted(i for b in plan for i in b) == list(range(len(lengths)))
     assert all(sum(lengths[i] for i in b) <= 10 or len(b) == 1 for b in plan)
     assert any(len(b) > 1 for b in plan)
+
+
+def test_varlen_kernel_is_checked_before_use(monkeypatch):
+    """A varlen kernel that fails or disagrees with SDPA is never used (per-chunk SDPA instead)."""
+    from pulpie_spark.classify import packed
+
+    def reference(q, k, v, cu_q, cu_k, max_q, max_k, **kwargs):   # (T, H, D) varlen contract
+        out = packed._per_chunk_sdpa(*(t.transpose(0, 1).unsqueeze(0) for t in (q, k, v)), cu_q, None)
+        return out[0]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no kernel image is available for execution on the device")
+
+    for kernel, expected in ((reference, True), (broken, False), (lambda *a, **k: reference(*a, **k) + 1, False)):
+        monkeypatch.setattr(packed, "_varlen_attn", kernel)
+        monkeypatch.setattr(packed, "_VARLEN_CHECKED", {})
+        assert packed.varlen_kernel_works("cpu", torch.float32) is expected
+    monkeypatch.setattr(packed, "_varlen_attn", None)
+    monkeypatch.setattr(packed, "_VARLEN_CHECKED", {})
+    assert packed.varlen_kernel_works("cpu", torch.float32) is False

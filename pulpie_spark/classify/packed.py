@@ -30,9 +30,6 @@ except Exception:  # pragma: no cover - depends on the torch build
 def packed_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
                      scaling: float | None = None, **kwargs):
     """Attention over chunks packed in one row: ``query`` is (1, heads, tokens, dim)."""
-    import torch
-    import torch.nn.functional as F
-
     cu_seq_lens = kwargs.get("cu_seq_lens_q")
     if cu_seq_lens is None:
         raise ValueError("packed attention needs cu_seq_lens_q (chunk boundaries)")
@@ -40,21 +37,62 @@ def packed_attention(module, query, key, value, attention_mask, dropout: float =
         repeat = query.shape[1] // key.shape[1]
         key = key.repeat_interleave(repeat, dim=1)
         value = value.repeat_interleave(repeat, dim=1)
-    if query.is_cuda and _varlen_attn is not None:
-        q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))   # (T, H, D)
+    if query.is_cuda and varlen_kernel_works(query.device, query.dtype):
         max_len = int(kwargs["max_length_q"])
-        out = _varlen_attn(q, k, v, cu_seq_lens, cu_seq_lens, max_len, max_len, scale=scaling)
-        return out.unsqueeze(0), None                                                  # (1, T, H, D)
-    bounds = kwargs.get("chunk_bounds") or _bounds(cu_seq_lens)
+        return _varlen(query, key, value, cu_seq_lens, max_len, scaling), None
+    return _per_chunk_sdpa(query, key, value, cu_seq_lens, scaling), None
+
+
+def _varlen(query, key, value, cu_seq_lens, max_len: int, scaling):
+    """One varlen flash kernel over all chunks: (1, H, T, D) in, (1, T, H, D) out."""
+    q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))   # (T, H, D)
+    # ``scale`` is passed only when it is not the default: older varlen_attn lack the argument.
+    extra = {} if scaling is None or abs(scaling - q.shape[-1] ** -0.5) < 1e-9 else {"scale": scaling}
+    return _varlen_attn(q, k, v, cu_seq_lens, cu_seq_lens, max_len, max_len, **extra).unsqueeze(0)
+
+
+def _per_chunk_sdpa(query, key, value, cu_seq_lens, scaling):
+    """One unmasked SDPA call per chunk: (1, H, T, D) in, (1, T, H, D) out."""
+    import torch
+    import torch.nn.functional as F
+
+    edges = [int(x) for x in cu_seq_lens.tolist()]
     parts = [F.scaled_dot_product_attention(query[:, :, s:e], key[:, :, s:e], value[:, :, s:e],
                                             scale=scaling)
-             for s, e in bounds]
-    return torch.cat(parts, dim=2).transpose(1, 2).contiguous(), None
+             for s, e in zip(edges[:-1], edges[1:])]
+    return torch.cat(parts, dim=2).transpose(1, 2).contiguous()
 
 
-def _bounds(cu_seq_lens) -> list[tuple[int, int]]:
-    edges = [int(x) for x in cu_seq_lens.tolist()]
-    return list(zip(edges[:-1], edges[1:]))
+_VARLEN_CHECKED: dict[tuple[str, str], bool] = {}
+
+
+def varlen_kernel_works(device, dtype) -> bool:
+    """Whether this torch's varlen kernel runs here and matches per-chunk SDPA (checked once).
+
+    Its signature and support vary across PyTorch releases and GPUs; a failure or a
+    mismatch falls back to per-chunk SDPA (still unpadded) with a warning, never a crash.
+    """
+    import torch
+
+    key = (str(device), str(dtype))
+    if key not in _VARLEN_CHECKED:
+        ok = False
+        if _varlen_attn is not None:
+            try:
+                gen = torch.Generator(device="cpu").manual_seed(0)
+                q, k, v = (torch.randn(1, 2, 40, 64, generator=gen).to(device=device, dtype=dtype)
+                           for _ in range(3))
+                cu = torch.tensor([0, 17, 40], dtype=torch.int32, device=device)
+                got = _varlen(q, k, v, cu, 23, None).float()
+                want = _per_chunk_sdpa(q, k, v, cu, None).float()
+                ok = bool(torch.allclose(got, want, atol=3e-2, rtol=0))
+                if not ok:
+                    log.warning("varlen attention differs from SDPA on %s (max %.3g): using per-chunk SDPA",
+                                device, float((got - want).abs().max()))
+            except Exception as exc:
+                log.warning("varlen attention unavailable on %s (%s): using per-chunk SDPA", device, exc)
+        _VARLEN_CHECKED[key] = ok
+    return _VARLEN_CHECKED[key]
 
 
 def _no_mask(*args, **kwargs):
@@ -77,8 +115,3 @@ def enable_packed_attention(model) -> bool:
         log.info("packed attention unavailable for %s: %s", type(model).__name__, exc)
         return False
     return True
-
-
-def packed_varlen_kernel() -> bool:
-    """Whether CUDA runs packed attention in one varlen flash kernel (else one SDPA per chunk)."""
-    return _varlen_attn is not None
