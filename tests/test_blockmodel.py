@@ -131,3 +131,30 @@ def test_shipped_default_model_loads_and_predicts_deterministically(data_dir):
     labels = classifier.predict([simplified.blocks], [simplified.paths])[0]
     assert labels == [int(p >= 0.5) for p in probs_a]
     assert 0 < sum(labels) < len(labels)     # a forum thread page: some content, some chrome
+
+
+@pytest.mark.parametrize("t", [1, 3, 17, 250])
+def test_conv_over_blocks_is_the_dilated_conv1d(t):
+    from pulpie_spark.blockmodel.model import _conv_over_blocks
+
+    torch.manual_seed(t)
+    for dilation in (1, 2, 4, 8):
+        conv = torch.nn.Conv1d(12, 12, 5, dilation=dilation, padding=dilation * 2)
+        h = torch.randn(2, t, 12)
+        expected = conv(h.transpose(1, 2)).transpose(1, 2)
+        got = _conv_over_blocks(h, conv)
+        assert got.shape == expected.shape == (2, t, 12)
+        assert torch.allclose(got, expected, atol=1e-5), (t, dilation)
+    # gradients flow to the conv weights (training uses the same forward)
+    _conv_over_blocks(h, conv).sum().backward()
+    assert conv.weight.grad is not None and conv.weight.grad.abs().sum() > 0
+
+
+def test_conv_over_blocks_falls_back_for_convs_that_change_the_length():
+    from pulpie_spark.blockmodel.model import _conv_over_blocks
+
+    conv = torch.nn.Conv1d(6, 6, 4, dilation=1, padding=1)     # even kernel: length t - 1
+    h = torch.randn(1, 9, 6)
+    out = _conv_over_blocks(h, conv)
+    assert out.shape == (1, 8, 6)
+    assert torch.equal(out, conv(h.transpose(1, 2)).transpose(1, 2))

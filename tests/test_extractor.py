@@ -125,3 +125,30 @@ def test_extractor_with_real_tiny_model(tmp_path, real_page):
         assert len(result.labels) == result.n_blocks > 0 and set(result.labels) <= {0, 1}
         assert result.labels == repeat.labels and result.markdown == repeat.markdown
     assert [extractor.extract(real_page).labels] == [results[0].labels]
+
+
+def test_fallback_text_is_trafilatura_txt_from_one_extraction(real_page, monkeypatch):
+    import trafilatura
+
+    from pulpie_spark.decode import decode_html
+    from pulpie_spark.fallback import trafilatura_extract
+
+    html = real_page if isinstance(real_page, str) else decode_html(bytes(real_page))[0]
+    calls = []
+    original = trafilatura.bare_extraction
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(trafilatura, "bare_extraction", counted)
+    result = trafilatura_extract(real_page)
+    monkeypatch.undo()
+    assert len(calls) == 1                  # one extraction serves both outputs
+    assert result.error is None
+    assert result.text == trafilatura.extract(html, output_format="txt", include_comments=False)
+    assert "Daring Fireball is written and produced by John Gruber" in result.markdown
+    # links asked for: the Markdown keeps them (trafilatura's own markdown extraction)
+    linked = trafilatura_extract(real_page, links=True)
+    assert linked.markdown == trafilatura.extract(html, output_format="markdown", include_links=True,
+                                                  include_comments=False)

@@ -10,6 +10,13 @@ model reads ~one position per block instead of ~one per HTML token:
 * numeric statistics: length, link density, punctuation, digits, capitals, position
   in the page, repetition of the same text elsewhere on the page, ...
 
+Computed per page, not per block: one HTML parse and one tree walk for all blocks,
+character statistics as numpy counts over the page's joined text, and the structural
+tokens (root tag, ancestor path, inner tags) hashed once per distinct value and cached,
+since sibling blocks and pages of one site repeat them. The values are bit-identical
+to the per-block formulation the shipped model was trained on (FEATURE_VERSION 1;
+tests/test_blockmodel_features.py keeps that formulation as the reference).
+
 Pure functions (no torch, no Spark): the same code runs in training, in Spark
 executors and in tests. Deterministic: xxhash with a fixed seed, no Python ``hash``.
 """
@@ -19,7 +26,6 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -31,6 +37,12 @@ MAX_TOKENS = 48          # hashed tokens per block (padded with 0 = no token)
 N_FIRST_WORDS = 8
 N_LAST_WORDS = 3
 PATH_DEPTH = 4           # nearest ancestors whose tag is kept with its distance
+N_ROOT_CLASSES = 6
+N_ROOT_IDS = 3
+N_PATH_WORDS = 12        # class/id words of the ancestors, nearest first
+N_INNER_TAGS = 8
+# The token groups above fill at most 1 + 6 + 3 + 4 + 12 + 8 + 8 + 3 = 45 < MAX_TOKENS
+# slots, so no block is ever truncated.
 
 _ROOT_TAG_RE = re.compile(r"^\s*<([a-zA-Z][\w:-]*)([^>]*)>")
 _CLASS_RE = re.compile(r"""\bclass\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
@@ -42,7 +54,9 @@ _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _PUNCT_RE = re.compile(r"[.,;:!?]")
 _CAP_WORD_RE = re.compile(r"(?:^|\s)[A-Z\u00c0-\u00de]")
 _SENTENCE_END_RE = re.compile(r"[.!?](?:\s|$)")
+_SPACE_RE = re.compile(r"\s")
 _TERMINAL = (".", "!", "?", "\u3002", '"', "\u201d", ")")
+_PIPES = ("|", "\u00b7", "\u2022")
 
 NUMERIC_NAMES = (
     "log_chars", "log_words", "link_char_share", "punct_per_word", "digit_share",
@@ -53,42 +67,171 @@ NUMERIC_NAMES = (
 )
 N_NUMERIC = len(NUMERIC_NAMES)
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+_TABLE_TAGS = ("table", "td", "th", "tr")
+_LIST_TAGS = ("ul", "ol", "li", "dl")
+_SKIPPED_TAGS = ("body", "x-b", "-text")   # wrappers of the page parse, not block content
+
+# Caches of values that depend only on their key (so they never change a result);
+# cleared when they grow past their limit, so a long-running executor stays bounded:
+# short keys (tokens, names, code points) up to _CACHE_MAX entries, keys that hold a
+# whole path or opening tag (a few hundred bytes) up to _PAGE_CACHE_MAX (~250 pages of
+# ~60 distinct paths; pages of one site share most of them).
+_CACHE_MAX = 1 << 18
+_PAGE_CACHE_MAX = 1 << 14
+_TOKEN_CACHE: dict[int, dict[str, int]] = {}     # n_buckets -> token -> bucket
+_ROOT_CACHE: dict[tuple, tuple] = {}             # (tag, attributes but _item_id, n_buckets) -> root summary
+_SUMMARY_CACHE: dict[tuple, tuple] = {}          # (path, root tag, n_buckets) -> path summary
+_ANCESTRY_IDS: dict[tuple, tuple] = {}           # (ancestor elements, n_buckets) -> ids, depth, flags
+_INNER_CACHE: dict[tuple, tuple] = {}            # (inner tags, root tag, n_buckets) -> bucket ids
+_ELEMENT_CACHE: dict[str, tuple] = {}            # "div.main#content" -> (tag, class/id word pairs)
+_NAME_CACHE: dict[tuple, tuple] = {}             # ("pc"|"pi", class or id name) -> word pairs
+_CHAR_FLAGS: dict[int, int] = {}                 # code point -> _F_* bits
+
+
+def _bounded(cache: dict, limit: int | None = None) -> dict:
+    if len(cache) > (_CACHE_MAX if limit is None else limit):
+        cache.clear()
+    return cache
+
+
+def _token_cache(n_buckets: int) -> dict[str, int]:
+    cache = _TOKEN_CACHE.get(n_buckets)
+    if cache is None:
+        cache = _TOKEN_CACHE[n_buckets] = {}
+    return cache
+
+
+def _bucket(token: str, n_buckets: int) -> int:
+    """Bucket of one token; 0 is the padding id, so real tokens map to 1..n_buckets-1."""
+    cache = _token_cache(n_buckets)
+    value = cache.get(token)
+    if value is None:
+        value = 1 + xxhash.xxh32_intdigest(token.encode("utf-8"), seed=17) % (n_buckets - 1)
+        _bounded(cache)[token] = value
+    return value
+
+
+def _buckets(tokens: Sequence[str], n_buckets: int) -> tuple[int, ...]:
+    cached = _token_cache(n_buckets).get    # bucket ids are >= 1: None means not cached
+    return tuple([cached(t) or _bucket(t, n_buckets) for t in tokens])
+
+
+def _words_of(value: str) -> list[str]:
+    return [w.lower() for w in _SPLIT_RE.split(value) if w and not w.isdigit()]
+
+
+def _name_pairs(kind: str, value: str) -> tuple[tuple[str, str], ...]:
+    """(kind, word) of each word of one class or id name; names recur across elements."""
+    key = (kind, value)
+    pairs = _NAME_CACHE.get(key)
+    if pairs is None:
+        pairs = _bounded(_NAME_CACHE)[key] = tuple((kind, w) for w in _words_of(value))
+    return pairs
 
 
 def _attr_words(attrs: str, regex: re.Pattern) -> list[str]:
     m = regex.search(attrs)
     if not m:
         return []
-    value = m.group(1) or m.group(2) or m.group(3) or ""
-    return [w.lower() for w in _SPLIT_RE.split(value) if w and not w.isdigit()]
+    return _words_of(m.group(1) or m.group(2) or m.group(3) or "")
 
 
-@lru_cache(maxsize=1 << 16)
-def _path_element(element: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """(tag, class words, id words) of one path element such as "div.main#content".
+def _path_element(element: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """(tag, ("pc", class word)... ("pi", id word)...) of one path element such as "div.main#content"."""
+    parsed = _ELEMENT_CACHE.get(element)
+    if parsed is None:
+        tag = _ELEMENT_TAG_RE.split(element, maxsplit=1)[0].lower()
+        classes, ids = [], []
+        for kind, value in _ELEMENT_ATTR_RE.findall(element):
+            if kind == ".":
+                classes += _name_pairs("pc", value)
+            else:
+                ids += _name_pairs("pi", value)
+        parsed = (tag, tuple(classes + ids))
+        _bounded(_ELEMENT_CACHE)[element] = parsed
+    return parsed
 
-    Cached: sibling blocks share most of their ancestors, and parsing the same
-    ancestor strings again was half of the feature time.
+
+_ITEM_ID_SUFFIX = ' _item_id="'
+
+
+def _root_summary(block_html: str, n_buckets: int) -> tuple[str, tuple[int, ...]]:
+    """(root tag, bucket ids of its t:/c:/i: tokens) from the block's opening tag.
+
+    Cached by the opening tag without its trailing ``_item_id="<digits>"`` (unique per
+    block). The tokens cannot depend on those digits: a class/id value that runs into
+    the suffix ends at its quotes, or splits the digits off as a number word, which is
+    dropped.
     """
-    tag = _ELEMENT_TAG_RE.split(element, maxsplit=1)[0].lower()
-    classes, ids = [], []
-    for kind, value in _ELEMENT_ATTR_RE.findall(element):
-        words = [w.lower() for w in _SPLIT_RE.split(value) if w and not w.isdigit()]
-        (classes if kind == "." else ids).extend(words)
-    return tag, tuple(classes), tuple(ids)
+    m = _ROOT_TAG_RE.match(block_html)
+    if m:
+        attrs = m.group(2)
+        cut = attrs.rfind(_ITEM_ID_SUFFIX)
+        if cut >= 0 and attrs.endswith('"') and attrs[cut + len(_ITEM_ID_SUFFIX):-1].isdigit():
+            key = (m.group(1), attrs[:cut], n_buckets)
+        else:
+            key = (m.group(1), attrs, n_buckets)
+    else:
+        key = (None, None, n_buckets)
+    summary = _ROOT_CACHE.get(key)
+    if summary is None:
+        root_tag = m.group(1).lower() if m else "_text"
+        attrs = m.group(2) if m else ""
+        tokens = [f"t:{root_tag}"]
+        tokens += [f"c:{w}" for w in _attr_words(attrs, _CLASS_RE)[:N_ROOT_CLASSES]]
+        tokens += [f"i:{w}" for w in _attr_words(attrs, _ID_RE)[:N_ROOT_IDS]]
+        summary = (root_tag, _buckets(tokens, n_buckets))
+        _bounded(_ROOT_CACHE, _PAGE_CACHE_MAX)[key] = summary
+    return summary
 
 
-def _path_parts(path: str | None) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
-    """Parse "html > body > div.main#content > article" into (tag, classes, ids)."""
-    if not path:
-        return []
-    return [_path_element(element) for element in (e.strip() for e in path.split(" > ")) if element]
+def _ancestry_of(elements: Sequence[str]) -> tuple:
+    """(nearest PATH_DEPTH tags nearest first, first N_PATH_WORDS distinct ("pc"|"pi", word)
+    pairs walking from the nearest element outwards, depth, any table tag, any list tag)
+    of path elements (outermost first, stripped, non-empty)."""
+    parsed = [_path_element(e) for e in elements]
+    tags = tuple(p[0] for p in reversed(parsed[-PATH_DEPTH:]))
+    words = tuple(dict.fromkeys(pair for p in reversed(parsed) for pair in p[1]))[:N_PATH_WORDS]
+    return (tags, words, len(parsed), any(p[0] in _TABLE_TAGS for p in parsed),
+            any(p[0] in _LIST_TAGS for p in parsed))
 
 
-@lru_cache(maxsize=1 << 18)
-def _bucket(token: str, n_buckets: int) -> int:
-    # 0 is the padding id, so real tokens map to 1..n_buckets-1.
-    return 1 + xxhash.xxh32_intdigest(token.encode("utf-8"), seed=17) % (n_buckets - 1)
+def _path_summary(path: str | None, root_tag: str, n_buckets: int) -> tuple[tuple[int, ...], int, bool, bool]:
+    """(bucket ids of the p<d>:/pc:/pi: tokens, depth, in a table, in a list) of a block's ancestors."""
+    key = (path, root_tag, n_buckets)
+    summary = _SUMMARY_CACHE.get(key)
+    if summary is None:
+        elements = [e for e in (e.strip() for e in path.split(" > ")) if e] if path else []
+        # The path ends with the block itself when the segmenter includes it; skip a
+        # trailing element identical to the root tag so the ancestors are what we encode.
+        # Only that element's tag is needed (its class/id words, often unique per block,
+        # are never parsed then).
+        if elements and _ELEMENT_TAG_RE.split(elements[-1], maxsplit=1)[0].lower() == root_tag:
+            elements.pop()
+        # Blocks of different tags under the same ancestors share the ancestry and its tokens.
+        ids_key = (tuple(elements), n_buckets)
+        found = _ANCESTRY_IDS.get(ids_key)
+        if found is None:
+            tags, words, depth, in_table, in_list = _ancestry_of(elements)
+            tokens = [f"p{d}:{tag}" for d, tag in enumerate(tags, start=1)]
+            tokens += [f"{kind}:{w}" for kind, w in words]
+            found = (_buckets(tokens, n_buckets), depth, in_table, in_list)
+            _bounded(_ANCESTRY_IDS, _PAGE_CACHE_MAX)[ids_key] = found
+        token_ids, depth, in_table, in_list = found
+        summary = (token_ids, depth, in_table or root_tag in ("table", "td", "th"),
+                   in_list or root_tag in ("ul", "ol", "li", "dl"))
+        _bounded(_SUMMARY_CACHE, _PAGE_CACHE_MAX)[key] = summary
+    return summary
+
+
+def _inner_summary(inner_tags: frozenset, root_tag: str, n_buckets: int) -> tuple[int, ...]:
+    """Bucket ids of the h: tokens: the first tags (sorted) inside the block but its root's."""
+    key = (inner_tags, root_tag, n_buckets)
+    summary = _INNER_CACHE.get(key)
+    if summary is None:
+        summary = _buckets([f"h:{t}" for t in sorted(inner_tags - {root_tag})[:N_INNER_TAGS]], n_buckets)
+        _bounded(_INNER_CACHE, _PAGE_CACHE_MAX)[key] = summary
+    return summary
 
 
 def _node_stats(body) -> tuple[str, int, set[str], int, bool]:
@@ -103,7 +246,7 @@ def _node_stats(body) -> tuple[str, int, set[str], int, bool]:
     text = " ".join(body.text(deep=True, separator=" ").split())
     for node in body.traverse(include_text=False):
         tag = node.tag
-        if tag in ("body", "x-b", "-text"):
+        if tag in _SKIPPED_TAGS:
             continue
         inner_tags.add(tag)
         if tag == "a":
@@ -115,58 +258,138 @@ def _node_stats(body) -> tuple[str, int, set[str], int, bool]:
     return text, link_chars, inner_tags, n_li, has_img
 
 
-def _parsed_blocks(blocks: Sequence[str]) -> list:
+def _parse_page(blocks: Sequence[str]) -> tuple[list, bool]:
     """One parse per page: each block inside an ``<x-b>`` wrapper, children of body.
 
     Parsing 150 fragments one by one costs ~6x more than one document. A custom
     wrapper tag is only closed by its own end tag, so a block cannot leak into the
     next one; if the count still differs (malformed block), parse block by block.
+    Returns (one node per block, whether they are the wrappers of one document).
     """
     doc = "<html><body>" + "".join(f"<x-b>{b or ''}</x-b>" for b in blocks) + "</body></html>"
     body = LexborHTMLParser(doc).body
     nodes = [c for c in body.iter(include_text=False)] if body is not None else []
     if len(nodes) == len(blocks) and all(nd.tag == "x-b" for nd in nodes):
-        return nodes
-    return [LexborHTMLParser(b or "").body for b in blocks]
+        return nodes, True
+    return [LexborHTMLParser(b or "").body for b in blocks], False
 
 
-def _summarize_block(block_html: str, node, path: str | None) -> tuple[list[str], dict]:
-    m = _ROOT_TAG_RE.match(block_html or "")
-    root_tag = m.group(1).lower() if m else "_text"
-    attrs = m.group(2) if m else ""
-    classes = _attr_words(attrs, _CLASS_RE)
-    ids = _attr_words(attrs, _ID_RE)
-    text, link_chars, inner_tags, n_li, has_img = _node_stats(node)
+def _parsed_blocks(blocks: Sequence[str]) -> list:
+    return _parse_page(blocks)[0]
 
-    tokens = [f"t:{root_tag}"]
-    tokens += [f"c:{w}" for w in classes[:6]]
-    tokens += [f"i:{w}" for w in ids[:3]]
-    parts = _path_parts(path)
-    # The path ends with the block itself when the segmenter includes it; skip a
-    # trailing element identical to the root tag so the ancestors are what we encode.
-    if parts and parts[-1][0] == root_tag:
-        parts = parts[:-1]
-    for depth, (tag, _, _) in enumerate(reversed(parts[-PATH_DEPTH:]), start=1):
-        tokens.append(f"p{depth}:{tag}")
-    seen = set()
-    for tag, pclasses, pids in reversed(parts):
-        for w in pclasses:
-            if ("pc", w) not in seen and len(seen) < 12:
-                seen.add(("pc", w))
-                tokens.append(f"pc:{w}")
-        for w in pids:
-            if ("pi", w) not in seen and len(seen) < 12:
-                seen.add(("pi", w))
-                tokens.append(f"pi:{w}")
-    tokens += [f"h:{t}" for t in sorted(inner_tags - {root_tag})[:8]]
-    words = _WORD_RE.findall(text.lower())
-    tokens += [f"w{k}:{w}" if k < 2 else f"w:{w}" for k, w in enumerate(words[:N_FIRST_WORDS])]
-    tokens += [f"wl:{w}" for w in words[-N_LAST_WORDS:]]
-    stats = {"text": text, "words": words, "link_chars": link_chars, "n_li": n_li,
-             "has_img": has_img, "depth": len(parts), "root_tag": root_tag,
-             "in_table": any(p[0] in ("table", "td", "th", "tr") for p in parts) or root_tag in ("table", "td", "th"),
-             "in_list": any(p[0] in ("ul", "ol", "li", "dl") for p in parts) or root_tag in ("ul", "ol", "li", "dl")}
-    return tokens, stats
+
+def _page_node_stats(nodes: list, one_document: bool):
+    """Per block: texts, link chars, inner tags, li counts, has img.
+
+    With one document (every body child a block wrapper, in block order) a single
+    preorder walk from body visits block k's subtree right after its wrapper, so one
+    walk replaces a walk per block with the same nodes in the same order.
+    """
+    n = len(nodes)
+    if not one_document:
+        stats = [_node_stats(node) for node in nodes]
+        return ([s[0] for s in stats], [s[1] for s in stats], [s[2] for s in stats],
+                [s[3] for s in stats], [s[4] for s in stats])
+    texts = [" ".join(node.text(deep=True, separator=" ").split()) for node in nodes]
+    link_chars = [0] * n
+    inner_tags: list[set[str]] = [set() for _ in range(n)]
+    n_li = [0] * n
+    has_img = [False] * n
+    wrapper_index = {node.mem_id: k for k, node in enumerate(nodes)}
+    k = 0
+    tags = inner_tags[0]
+    for node in nodes[0].parent.traverse(include_text=False):
+        tag = node.tag
+        if tag in _SKIPPED_TAGS:
+            if tag == "x-b":
+                index = wrapper_index.get(node.mem_id)
+                if index is not None:
+                    k = index
+                    tags = inner_tags[k]
+            continue
+        tags.add(tag)
+        if tag == "a":
+            link_chars[k] += len(" ".join(node.text(deep=True, separator=" ").split()))
+        elif tag == "li":
+            n_li[k] += 1
+        elif tag == "img":
+            has_img[k] = True
+    return texts, link_chars, inner_tags, n_li, has_img
+
+
+# Character classes of the numeric statistics, one bit each; a code point's bits come
+# from the same str methods and regexes the statistics are defined with.
+_F_DIGIT, _F_UPPER, _F_ALPHA, _F_PUNCT, _F_PIPE, _F_CAP, _F_SPACE, _F_SENTENCE = (1 << b for b in range(8))
+
+
+def _char_flags(cp: int) -> int:
+    ch = chr(cp)
+    return ((_F_DIGIT if ch.isdigit() else 0) | (_F_UPPER if ch.isupper() else 0)
+            | (_F_ALPHA if ch.isalpha() else 0) | (_F_PUNCT if _PUNCT_RE.match(ch) else 0)
+            | (_F_PIPE if ch in _PIPES else 0) | (_F_CAP if _CAP_WORD_RE.match(" " + ch) else 0)
+            | (_F_SPACE if _SPACE_RE.match(ch) else 0)
+            | (_F_SENTENCE if ch in ".!?" else 0))
+
+
+_ASCII_FLAGS = np.array([_char_flags(cp) for cp in range(128)], dtype=np.uint16)
+
+
+def _flags_of(code_points: np.ndarray) -> np.ndarray:
+    flags = _ASCII_FLAGS[np.minimum(code_points, 127)]
+    wide = code_points >= 128
+    if wide.any():
+        unique, inverse = np.unique(code_points[wide], return_inverse=True)
+        table = np.empty(len(unique), dtype=np.uint16)
+        for j, cp in enumerate(unique.tolist()):
+            value = _CHAR_FLAGS.get(cp)
+            if value is None:
+                value = _bounded(_CHAR_FLAGS)[cp] = _char_flags(cp)
+            table[j] = value
+        flags[wide] = table[inverse]
+    return flags
+
+
+def _char_counts(texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """Per text: digits, upper, letters, punctuation, pipes, capitalised words, sentence ends.
+
+    Counted over the code points of the joined texts; a capitalised word is a cap letter
+    at a text's start or after whitespace (``_CAP_WORD_RE``), a sentence end is one of
+    ``.!?`` at a text's end or before whitespace (``_SENTENCE_END_RE``).
+    """
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    joined = "".join(texts)
+    code_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    flags = _flags_of(code_points)
+    total = len(code_points)
+    nonempty = lengths > 0
+    at_start = np.zeros(total, dtype=bool)
+    at_start[starts[nonempty]] = True
+    at_end = np.zeros(total, dtype=bool)
+    at_end[ends[nonempty] - 1] = True
+    space = (flags & _F_SPACE) != 0
+    after_space = np.zeros(total, dtype=bool)
+    after_space[1:] = space[:-1]
+    before_space = np.zeros(total, dtype=bool)
+    before_space[:-1] = space[1:]
+
+    masks = np.zeros((7, total + 1), dtype=np.int32)    # column 0 stays 0: cumulative counts
+    masks[0, 1:] = (flags & _F_DIGIT) != 0
+    masks[1, 1:] = (flags & _F_UPPER) != 0
+    masks[2, 1:] = (flags & _F_ALPHA) != 0
+    masks[3, 1:] = (flags & _F_PUNCT) != 0
+    masks[4, 1:] = (flags & _F_PIPE) != 0
+    masks[5, 1:] = ((flags & _F_CAP) != 0) & (at_start | after_space)
+    masks[6, 1:] = ((flags & _F_SENTENCE) != 0) & (at_end | (before_space & ~at_end))
+    cumulative = np.cumsum(masks, axis=1)
+    counts = cumulative[:, ends] - cumulative[:, starts]
+    return dict(zip(("digits", "upper", "letters", "punct", "pipes", "cap_words", "sentences"), counts))
+
+
+def _share(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator where denominator > 0, else 0.0 (float64, as Python divides)."""
+    return np.where(denominator > 0, numerator / np.maximum(denominator, 1), 0.0)
 
 
 def page_features(blocks: Sequence[str], paths: Sequence[str] | None = None, *,
@@ -174,55 +397,84 @@ def page_features(blocks: Sequence[str], paths: Sequence[str] | None = None, *,
     """Features of one page: (token ids int32 [n, MAX_TOKENS], numeric float32 [n, N_NUMERIC])."""
     n = len(blocks)
     ids = np.zeros((n, MAX_TOKENS), dtype=np.int32)
-    numeric = np.zeros((n, N_NUMERIC), dtype=np.float32)
     if n == 0:
-        return ids, numeric
-    nodes = _parsed_blocks(blocks)
-    summaries = []
+        return ids, np.zeros((n, N_NUMERIC), dtype=np.float32)
+    texts, link_chars, inner_tags, n_li, has_img = _page_node_stats(*_parse_page(blocks))
+
+    token_ids: list[int] = []
+    n_tokens, n_words, word_chars, depth, structure = [], [], [], [], []
+    cached_bucket = _token_cache(n_buckets).get    # bucket ids are >= 1: None means not cached
+    n_paths = len(paths) if paths is not None else 0
     for i, block in enumerate(blocks):
-        path = paths[i] if paths is not None and i < len(paths) else None
-        summaries.append(_summarize_block(block, nodes[i], path))
-    text_counts = Counter(s["text"] for _, s in summaries if s["text"])
-    log_n = math.log1p(n)
-    char_logs = [math.log1p(len(s["text"])) for _, s in summaries]
-    for i, (tokens, s) in enumerate(summaries):
-        hashed = [_bucket(t, n_buckets) for t in tokens[:MAX_TOKENS]]
-        ids[i, :len(hashed)] = hashed
-        text = s["text"]
-        words = s["words"]
-        n_chars = len(text)
-        n_words = len(words)
-        letters = sum(map(str.isalpha, text))
-        feats = (
-            char_logs[i] / 8.0,
-            math.log1p(n_words) / 6.0,
-            min(1.0, s["link_chars"] / n_chars) if n_chars else 0.0,
-            min(2.0, len(_PUNCT_RE.findall(text)) / n_words) if n_words else 0.0,
-            sum(map(str.isdigit, text)) / n_chars if n_chars else 0.0,
-            sum(map(str.isupper, text)) / letters if letters else 0.0,
-            i / max(1, n - 1),
-            log_n / 8.0,
-            1.0 if text.rstrip().endswith(_TERMINAL) else 0.0,
-            min(3.0, (sum(map(len, words)) / n_words) / 10.0) if n_words else 0.0,
-            min(1.0, s["depth"] / 30.0),
-            1.0 if s["has_img"] else 0.0,
-            min(1.0, s["n_li"] / 10.0),
-            min(1.0, (text.count("|") + text.count("\u00b7") + text.count("\u2022")) / max(1, n_words)),
-            len(_CAP_WORD_RE.findall(text)) / max(1, n_words),
-            math.log(text_counts[text]) / 3.0 if text else 0.0,
-            1.0 if text.endswith("...") and n_chars >= 450 else 0.0,
-            math.log1p(len(_SENTENCE_END_RE.findall(text))) / 4.0,
-            1.0 if s["root_tag"] in _HEADINGS else 0.0,
-            1.0 if s["in_table"] else 0.0,
-            1.0 if s["in_list"] else 0.0,
-            1.0 if n_chars == 0 else 0.0,
-            char_logs[i - 1] / 8.0 if i > 0 else 0.0,
-            char_logs[i + 1] / 8.0 if i + 1 < n else 0.0,
-        )
-        numeric[i] = feats
+        root_tag, root_ids = _root_summary(block or "", n_buckets)
+        path_ids, path_depth, in_table, in_list = _path_summary(paths[i] if i < n_paths else None,
+                                                                root_tag, n_buckets)
+        text = texts[i]
+        words = _WORD_RE.findall(text.lower())
+        word_tokens = [f"w{k}:{w}" if k < 2 else f"w:{w}" for k, w in enumerate(words[:N_FIRST_WORDS])]
+        word_tokens += [f"wl:{w}" for w in words[-N_LAST_WORDS:]]
+        row = (root_ids + path_ids + _inner_summary(frozenset(inner_tags[i]), root_tag, n_buckets))
+        token_ids += row
+        token_ids += [cached_bucket(t) or _bucket(t, n_buckets) for t in word_tokens]
+        n_tokens.append(len(row) + len(word_tokens))
+        n_words.append(len(words))
+        word_chars.append(sum(map(len, words)))
+        depth.append(path_depth)
+        structure.append((root_tag in _HEADINGS, in_table, in_list, text.rstrip().endswith(_TERMINAL)))
+    ids[np.arange(MAX_TOKENS)[None, :] < np.asarray(n_tokens)[:, None]] = token_ids
+    n_words = np.asarray(n_words, dtype=np.int64)
+    word_chars = np.asarray(word_chars, dtype=np.int64)
+    depth = np.asarray(depth, dtype=np.int64)
+    flags = np.asarray(structure, dtype=bool)   # is_heading, in_table, in_list, ends_terminal
+
+    # Numeric statistics in float64 with the operations (and their order) of the
+    # per-block definition, then one cast to float32: bit-identical to it. Logarithms
+    # go through math (libm), as numpy's vectorized log may differ in the last bit.
+    counts = _char_counts(texts)
+    n_chars = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
+    char_logs = np.array([math.log1p(c) for c in n_chars.tolist()], dtype=np.float64)
+    word_logs = np.array([math.log1p(c) for c in n_words.tolist()], dtype=np.float64)
+    sentence_logs = np.array([math.log1p(c) for c in counts["sentences"].tolist()], dtype=np.float64)
+    repeats = Counter(t for t in texts if t)
+    repeat_logs = np.array([math.log(repeats[t]) / 3.0 if t else 0.0 for t in texts], dtype=np.float64)
+    link = np.asarray(link_chars, dtype=np.int64)
+    wide_words = np.maximum(n_words, 1)
+    mean_word = np.where(n_words > 0, np.minimum(3.0, (word_chars / wide_words) / 10.0), 0.0)
+    prev_logs = np.zeros(n)
+    prev_logs[1:] = char_logs[:-1] / 8.0
+    next_logs = np.zeros(n)
+    next_logs[:-1] = char_logs[1:] / 8.0
+    columns = (
+        char_logs / 8.0,
+        word_logs / 6.0,
+        np.where(n_chars > 0, np.minimum(1.0, link / np.maximum(n_chars, 1)), 0.0),
+        np.where(n_words > 0, np.minimum(2.0, counts["punct"] / wide_words), 0.0),
+        _share(counts["digits"], n_chars),
+        _share(counts["upper"], counts["letters"]),
+        np.arange(n) / max(1, n - 1),
+        np.full(n, math.log1p(n) / 8.0),
+        flags[:, 3],
+        mean_word,
+        np.minimum(1.0, depth / 30.0),
+        np.asarray(has_img, dtype=bool),
+        np.minimum(1.0, np.asarray(n_li, dtype=np.int64) / 10.0),
+        np.minimum(1.0, counts["pipes"] / wide_words),
+        counts["cap_words"] / wide_words,
+        repeat_logs,
+        np.fromiter((t.endswith("...") for t in texts), dtype=bool, count=n) & (n_chars >= 450),
+        sentence_logs / 4.0,
+        flags[:, 0],
+        flags[:, 1],
+        flags[:, 2],
+        n_chars == 0,
+        prev_logs,
+        next_logs,
+    )
+    numeric = np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1).astype(np.float32)
     return ids, numeric
 
 
 def block_texts(blocks: Sequence[str]) -> list[str]:
     """Visible text of each block (whitespace collapsed), for labelling and metrics."""
-    return [_node_stats(node)[0] for node in _parsed_blocks(blocks)]
+    return [" ".join(node.text(deep=True, separator=" ").split()) if node is not None else ""
+            for node in _parsed_blocks(blocks)]

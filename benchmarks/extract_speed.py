@@ -1,0 +1,98 @@
+"""Where the end-to-end CPU time of an extraction goes, stage by stage, next to trafilatura.
+
+    nice .venv/bin/python benchmarks/extract_speed.py --input ../shared/data/extraction --split dev
+
+The stages ``Extractor`` runs for one page, timed separately (process CPU time, one
+thread): simplify (decode + segmentation), block features, model (the default block
+classifier on the features), main HTML, Markdown, text, and the trafilatura fallback on
+the pages whose model output is empty. trafilatura (``extract(html, output_format="txt")``,
+as jobs/evaluate.py runs it) extracts each page right after ours, in the same process,
+so both see the same machine load; the ratio is trafilatura's CPU time over ours.
+The load average is printed before and after: the development machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+STAGES = ("simplify", "features", "model", "main_html", "markdown", "text", "fallback")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--input", default=str(Path(__file__).resolve().parents[2] / "shared/data/extraction"))
+    parser.add_argument("--split", default="dev")
+    parser.add_argument("--sources", default=None, help="comma-separated sources to keep")
+    parser.add_argument("--limit", type=int, default=None)
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(1)
+    from pulpie_spark.blockmodel import load_default
+    from pulpie_spark.classify.base import probs_to_labels
+    from pulpie_spark.evaluate.harness import load_labelled_table, trafilatura_text
+    from pulpie_spark.fallback import fallback_reason, trafilatura_extract
+    from pulpie_spark.markdown import html_to_markdown, html_to_text
+    from pulpie_spark.reconstruct import main_html
+    from pulpie_spark.simplify import simplify
+
+    sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
+    table = load_labelled_table(args.input, split=None if args.split == "all" else args.split,
+                                sources=sources, limit=args.limit)
+    classifier = load_default()
+    seconds = dict.fromkeys(STAGES + ("trafilatura",), 0.0)
+    fallback_pages = 0
+    clock = time.process_time
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for html in table["html"]:
+        start = clock()
+        page = simplify(html)
+        mark = clock()
+        seconds["simplify"] += mark - start
+        markdown = ""
+        if page.blocks and not page.error:
+            features = classifier.features([page.blocks], [page.paths])
+            seconds["features"] += clock() - mark
+            mark = clock()
+            labels = probs_to_labels(classifier.predict_proba_features(features))[0]
+            seconds["model"] += clock() - mark
+            mark = clock()
+            main = main_html(page.map_html, labels)
+            seconds["main_html"] += clock() - mark
+            mark = clock()
+            markdown = html_to_markdown(main)
+            seconds["markdown"] += clock() - mark
+            mark = clock()
+            html_to_text(main)
+            seconds["text"] += clock() - mark
+        mark = clock()
+        if fallback_reason(len(page.blocks), page.error, markdown):
+            fallback_pages += 1
+            trafilatura_extract(html)
+        seconds["fallback"] += clock() - mark
+        mark = clock()
+        trafilatura_text(html)
+        seconds["trafilatura"] += clock() - mark
+    n = len(table)
+    ours = sum(seconds[s] for s in STAGES)
+    print(f"{n} pages ({args.split}), model {classifier.model_id}, 1 thread, CPU ms per page:")
+    for name in STAGES:
+        print(f"  {name:12s} {seconds[name] / n * 1000:7.1f}")
+    print(f"  {'ours':12s} {ours / n * 1000:7.1f}   ({n / ours:.1f} pages/s per core)")
+    print(f"  {'trafilatura':12s} {seconds['trafilatura'] / n * 1000:7.1f}   "
+          f"({n / seconds['trafilatura']:.1f} pages/s per core)")
+    print(f"ratio trafilatura/ours CPU time: {seconds['trafilatura'] / ours:.2f}x; fallback on "
+          f"{fallback_pages} pages ({seconds['fallback'] / max(1, fallback_pages) * 1000:.0f} ms each, "
+          f"{seconds['fallback'] / ours:.0%} of ours)")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,299 @@
+"""Block features: the batched per-page implementation equals the per-block definition bit for bit.
+
+The shipped default model (pulpie_spark/models/default, FEATURE_VERSION 1) was trained on
+features computed block by block; ``_reference_page_features`` below is that code, kept
+here (and only here) as the definition. Any difference in a token id or in one bit of a
+numeric feature would silently change what the model sees, so equality is exact.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import xxhash
+from selectolax.lexbor import LexborHTMLParser
+
+from pulpie_spark.blockmodel import features
+from pulpie_spark.blockmodel.features import MAX_TOKENS, N_NUMERIC, block_texts, page_features
+from pulpie_spark.simplify import simplify
+
+DATA = Path(__file__).resolve().parent / "data"
+
+# ----------------------------------------------------------------------------- reference
+# The per-block implementation the default model was trained with (verbatim semantics).
+
+_ROOT_TAG_RE = re.compile(r"^\s*<([a-zA-Z][\w:-]*)([^>]*)>")
+_CLASS_RE = re.compile(r"""\bclass\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_ID_RE = re.compile(r"""\bid\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_ELEMENT_TAG_RE = re.compile(r"[.#]")
+_ELEMENT_ATTR_RE = re.compile(r"([.#])([^.#]+)")
+_SPLIT_RE = re.compile(r"[^0-9a-zA-Z]+|(?<=[a-z])(?=[A-Z])")
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+_PUNCT_RE = re.compile(r"[.,;:!?]")
+_CAP_WORD_RE = re.compile(r"(?:^|\s)[A-Z\u00c0-\u00de]")
+_SENTENCE_END_RE = re.compile(r"[.!?](?:\s|$)")
+_TERMINAL = (".", "!", "?", "\u3002", '"', "\u201d", ")")
+_HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+
+
+def _ref_attr_words(attrs, regex):
+    m = regex.search(attrs)
+    if not m:
+        return []
+    value = m.group(1) or m.group(2) or m.group(3) or ""
+    return [w.lower() for w in _SPLIT_RE.split(value) if w and not w.isdigit()]
+
+
+def _ref_path_element(element):
+    tag = _ELEMENT_TAG_RE.split(element, maxsplit=1)[0].lower()
+    classes, ids = [], []
+    for kind, value in _ELEMENT_ATTR_RE.findall(element):
+        words = [w.lower() for w in _SPLIT_RE.split(value) if w and not w.isdigit()]
+        (classes if kind == "." else ids).extend(words)
+    return tag, tuple(classes), tuple(ids)
+
+
+def _ref_path_parts(path):
+    if not path:
+        return []
+    return [_ref_path_element(element) for element in (e.strip() for e in path.split(" > ")) if element]
+
+
+@lru_cache(maxsize=1 << 16)
+def _ref_bucket(token, n_buckets):
+    return 1 + xxhash.xxh32_intdigest(token.encode("utf-8"), seed=17) % (n_buckets - 1)
+
+
+def _ref_node_stats(body):
+    text, link_chars, inner_tags, n_li, has_img = "", 0, set(), 0, False
+    if body is None:
+        return text, link_chars, inner_tags, n_li, has_img
+    text = " ".join(body.text(deep=True, separator=" ").split())
+    for node in body.traverse(include_text=False):
+        tag = node.tag
+        if tag in ("body", "x-b", "-text"):
+            continue
+        inner_tags.add(tag)
+        if tag == "a":
+            link_chars += len(" ".join(node.text(deep=True, separator=" ").split()))
+        elif tag == "li":
+            n_li += 1
+        elif tag == "img":
+            has_img = True
+    return text, link_chars, inner_tags, n_li, has_img
+
+
+def _ref_parsed_blocks(blocks):
+    doc = "<html><body>" + "".join(f"<x-b>{b or ''}</x-b>" for b in blocks) + "</body></html>"
+    body = LexborHTMLParser(doc).body
+    nodes = [c for c in body.iter(include_text=False)] if body is not None else []
+    if len(nodes) == len(blocks) and all(nd.tag == "x-b" for nd in nodes):
+        return nodes
+    return [LexborHTMLParser(b or "").body for b in blocks]
+
+
+def _ref_summarize_block(block_html, node, path):
+    m = _ROOT_TAG_RE.match(block_html or "")
+    root_tag = m.group(1).lower() if m else "_text"
+    attrs = m.group(2) if m else ""
+    classes = _ref_attr_words(attrs, _CLASS_RE)
+    ids = _ref_attr_words(attrs, _ID_RE)
+    text, link_chars, inner_tags, n_li, has_img = _ref_node_stats(node)
+    tokens = [f"t:{root_tag}"]
+    tokens += [f"c:{w}" for w in classes[:6]]
+    tokens += [f"i:{w}" for w in ids[:3]]
+    parts = _ref_path_parts(path)
+    if parts and parts[-1][0] == root_tag:
+        parts = parts[:-1]
+    for depth, (tag, _, _) in enumerate(reversed(parts[-4:]), start=1):
+        tokens.append(f"p{depth}:{tag}")
+    seen = set()
+    for tag, pclasses, pids in reversed(parts):
+        for w in pclasses:
+            if ("pc", w) not in seen and len(seen) < 12:
+                seen.add(("pc", w))
+                tokens.append(f"pc:{w}")
+        for w in pids:
+            if ("pi", w) not in seen and len(seen) < 12:
+                seen.add(("pi", w))
+                tokens.append(f"pi:{w}")
+    tokens += [f"h:{t}" for t in sorted(inner_tags - {root_tag})[:8]]
+    words = _WORD_RE.findall(text.lower())
+    tokens += [f"w{k}:{w}" if k < 2 else f"w:{w}" for k, w in enumerate(words[:8])]
+    tokens += [f"wl:{w}" for w in words[-3:]]
+    stats = {"text": text, "words": words, "link_chars": link_chars, "n_li": n_li,
+             "has_img": has_img, "depth": len(parts), "root_tag": root_tag,
+             "in_table": any(p[0] in ("table", "td", "th", "tr") for p in parts) or root_tag in ("table", "td", "th"),
+             "in_list": any(p[0] in ("ul", "ol", "li", "dl") for p in parts) or root_tag in ("ul", "ol", "li", "dl")}
+    return tokens, stats
+
+
+def _reference_page_features(blocks, paths=None, *, n_buckets=1 << 15):
+    n = len(blocks)
+    ids = np.zeros((n, MAX_TOKENS), dtype=np.int32)
+    numeric = np.zeros((n, N_NUMERIC), dtype=np.float32)
+    if n == 0:
+        return ids, numeric
+    nodes = _ref_parsed_blocks(blocks)
+    summaries = []
+    for i, block in enumerate(blocks):
+        path = paths[i] if paths is not None and i < len(paths) else None
+        summaries.append(_ref_summarize_block(block, nodes[i], path))
+    text_counts = Counter(s["text"] for _, s in summaries if s["text"])
+    log_n = math.log1p(n)
+    char_logs = [math.log1p(len(s["text"])) for _, s in summaries]
+    for i, (tokens, s) in enumerate(summaries):
+        hashed = [_ref_bucket(t, n_buckets) for t in tokens[:MAX_TOKENS]]
+        ids[i, :len(hashed)] = hashed
+        text, words = s["text"], s["words"]
+        n_chars, n_words = len(text), len(words)
+        letters = sum(map(str.isalpha, text))
+        numeric[i] = (
+            char_logs[i] / 8.0,
+            math.log1p(n_words) / 6.0,
+            min(1.0, s["link_chars"] / n_chars) if n_chars else 0.0,
+            min(2.0, len(_PUNCT_RE.findall(text)) / n_words) if n_words else 0.0,
+            sum(map(str.isdigit, text)) / n_chars if n_chars else 0.0,
+            sum(map(str.isupper, text)) / letters if letters else 0.0,
+            i / max(1, n - 1),
+            log_n / 8.0,
+            1.0 if text.rstrip().endswith(_TERMINAL) else 0.0,
+            min(3.0, (sum(map(len, words)) / n_words) / 10.0) if n_words else 0.0,
+            min(1.0, s["depth"] / 30.0),
+            1.0 if s["has_img"] else 0.0,
+            min(1.0, s["n_li"] / 10.0),
+            min(1.0, (text.count("|") + text.count("\u00b7") + text.count("\u2022")) / max(1, n_words)),
+            len(_CAP_WORD_RE.findall(text)) / max(1, n_words),
+            math.log(text_counts[text]) / 3.0 if text else 0.0,
+            1.0 if text.endswith("...") and n_chars >= 450 else 0.0,
+            math.log1p(len(_SENTENCE_END_RE.findall(text))) / 4.0,
+            1.0 if s["root_tag"] in _HEADINGS else 0.0,
+            1.0 if s["in_table"] else 0.0,
+            1.0 if s["in_list"] else 0.0,
+            1.0 if n_chars == 0 else 0.0,
+            char_logs[i - 1] / 8.0 if i > 0 else 0.0,
+            char_logs[i + 1] / 8.0 if i + 1 < n else 0.0,
+        )
+    return ids, numeric
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+def _fixture_pages():
+    """(name, blocks, paths) of every HTML fixture and labelled fixture page, simplified."""
+    pages = []
+    for path in sorted(DATA.glob("*.html")):
+        page = simplify(path.read_bytes())
+        pages.append((path.name, page.blocks, page.paths))
+    table = pd.read_parquet(DATA / "model_pages.parquet")
+    for row in table.itertuples(index=False):
+        page = simplify(row.html)
+        pages.append((f"{row.source}_{row.page_id}", page.blocks, page.paths))
+    return [p for p in pages if p[1]]
+
+
+# Blocks and paths at the edges of the definition: non-ASCII case (final sigma, dotted I
+# whose lowercase is two code points), CJK, lone surrogates, whitespace kinds, separators
+# that overlap (" > > "), empty path elements, a block that breaks the one-document parse,
+# unquoted/odd attributes, repeated texts, a long text ending in "...".
+EDGE_BLOCKS = [
+    '<p class="introText lead-2024" id="x9 main" _item_id="1">ΟΔΟΣ ΣΟΦΟΚΛΕΟΥΣ. İSTANBUL İyi! Ünïcödé Ñ ×Y</p>',
+    '<h2 _item_id="2">第一章 概述。 「引用」 ０１２３ Ⅻ ½ ²</h2>',
+    '<div class=nav-bar id=top _item_id="3"><a>Home</a> | <a>About · Us</a> • <a>Blog</a></div>',
+    '<li _item_id="4">A. B! C? D... e.g. f.g. "quoted." (paren.) end\u201d</li>',
+    '<td _item_id="5">\u00a0non\u2003breaking\u3000spaces\u2028and\u2029seps\x1c\x1d\x1e\x1f</td>',
+    '<p _item_id="6">lone \ud800 surrogate \udfff here</p>',
+    '<ul _item_id="7"><li>one</li><li><img src=x>two</li><!-- c --><li><a href=#>three</a></li></ul>',
+    '<p _item_id="8">' + ("Word " * 120) + "end...</p>",
+    '<p _item_id="9">repeated text</p>',
+    '<p _item_id="10">repeated text</p>',
+    '<span _item_id="11"></span>',
+    'bare text block with no tag',
+    '',
+    '<pre _item_id="12">  code\n\tindented\r\n  more  </pre>',
+    '<table _item_id="13"><tr><td>1</td><td>2,5</td></tr></table>',
+    '<h3 _item_id="14">CamelCaseHeading <b>Bold</b><i>it</i><x-b>nested wrapper</x-b></h3>',
+    # class/id values that run into the trailing _item_id (the root cache drops its digits)
+    '<div class= _item_id="15">a</div>',
+    '<div class= _item_id="1234">b</div>',
+    '<div id=x class="open _item_id="16">c</div>',
+    '<div id=x class="open _item_id="17">d</div>',
+    '<div id= _item_id="18">e</div>',
+    "<div class='q _item_id=\"19\">f</div>",
+    '<div class="x" _item_id="a1">g</div>',
+    '<br _item_id="20"/>',
+]
+EDGE_PATHS = [
+    "html > body.homePage > main#content-2024 > article.post.featuredPost > p.introText",
+    "html > body > div.wrapper > section#chapter-1 > h2",
+    "html > body > header > nav.navBar#top > div.nav-bar",
+    "html > body > div >  > ul.list > li",
+    "html > body > table.data > tbody > tr > td",
+    " > html > > body > p",
+    "html > body > div.a.b.c.d.e.f.g.h.i.j.k.l.m.n > ul",
+    "html > body > div#x > p",
+    "html > body > div#x > p",
+    "html > body > div#y > p",
+    "html > body > div.x.x.y > span",
+    "",
+    "html",
+    "html > body > pre",
+    "html > body > div.dl > table",
+    "html > body > ol > li > h3",
+    "html > body > div", "html > body > div", "html > body > div", "html > body > div",
+    "html > body > div", "html > body > div", "html > body > div", "html > body > br",
+]
+
+
+def _assert_identical(blocks, paths, n_buckets=1 << 15):
+    ref_ids, ref_num = _reference_page_features(blocks, paths, n_buckets=n_buckets)
+    ids, num = page_features(blocks, paths, n_buckets=n_buckets)
+    assert ids.dtype == ref_ids.dtype and num.dtype == ref_num.dtype
+    assert np.array_equal(ids, ref_ids)
+    assert num.shape == ref_num.shape and num.tobytes() == ref_num.tobytes()
+
+
+def test_features_identical_to_reference_on_fixture_pages():
+    pages = _fixture_pages()
+    assert len(pages) >= 12 and sum(len(p[1]) for p in pages) > 400
+    for name, blocks, paths in pages:
+        _assert_identical(blocks, paths)
+        _assert_identical(blocks, None)
+        _assert_identical(blocks, paths[: len(paths) // 2], n_buckets=1024)   # fewer paths than blocks
+
+
+def test_features_identical_to_reference_on_edge_cases():
+    _assert_identical(EDGE_BLOCKS, EDGE_PATHS)
+    _assert_identical(EDGE_BLOCKS[::-1], EDGE_PATHS[::-1], n_buckets=97)
+    for i in range(len(EDGE_BLOCKS)):
+        _assert_identical(EDGE_BLOCKS[i:i + 1], EDGE_PATHS[i:i + 1])
+    # overlapping separators: rpartition would peel other elements than split does
+    _assert_identical(["<p>x</p>", "<li>y</li>", "<p>z</p>"],
+                      ["html > > > body > p", "a > > li", "div.x > > > p > > "])
+    # a block that closes the wrapper breaks the one-document parse: block by block
+    broken = ['a</x-b><div>b</div>', "<!-- top -->", '<p _item_id="2">c</p>']
+    assert len(features._parse_page(broken)[0]) == 3 and not features._parse_page(broken)[1]
+    _assert_identical(broken, ["html > body > p", "html > body", "html > body > p"])
+    assert block_texts(broken) == [" ".join(_ref_node_stats(n)[0].split()) for n in _ref_parsed_blocks(broken)]
+
+
+def test_features_identical_when_caches_are_warm_or_cleared(monkeypatch):
+    name, blocks, paths = _fixture_pages()[0]
+    _assert_identical(blocks, paths)
+    _assert_identical(blocks, paths)               # every cache hit
+    monkeypatch.setattr(features, "_CACHE_MAX", 4)  # caches cleared again and again mid-page
+    monkeypatch.setattr(features, "_PAGE_CACHE_MAX", 2)
+    _assert_identical(blocks, paths)
+    _assert_identical(EDGE_BLOCKS, EDGE_PATHS)
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+def test_features_identical_on_tiny_pages(n_blocks):
+    _assert_identical(EDGE_BLOCKS[:n_blocks], EDGE_PATHS[:n_blocks])
