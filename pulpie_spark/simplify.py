@@ -7,17 +7,19 @@ the team's shared material lists the rules) with one lexbor parse and flat, iter
 passes:
 
 1. decode bytes (``pulpie_spark.decode``), parse with lexbor, serialize the fixed-up DOM
-   once (``doc.html``) and tokenize that well-formed string into a light element tree in
+   once (``doc.html``) and tokenize that well-formed string (one regex match per tag and
+   the text after it) into a light element tree in
    lxml's text/tail model, which is the model the reference rules are written in (where a
    removed element's tail goes, what counts as "direct text" of an element);
 2. classify tables and lists (walks that stop at the first decisive node), then compute
    "is a block" / "has block descendants" bottom-up in one pass over the elements;
 3. walk the tree with an explicit stack to cut it into paragraphs (block elements and
    inline runs), in document order;
-4. per paragraph: keep class/id (img src/alt), shorten lists, drop empty blocks, cut text
-   at 500 characters, serialize like lxml's HTML serializer (libxml2's escaping, URI
-   escaping of ``src``, no end tag for void elements or an empty ``<li>``) and collapse
-   whitespace;
+4. per paragraph, in one walk of the original elements (no copy): keep class/id (img
+   src/alt), shorten lists, measure the text, drop empty blocks, serialize like lxml's HTML
+   serializer (libxml2's escaping, URI escaping of ``src``, no end tag for void elements or
+   an empty ``<li>``) and collapse whitespace; only a block over 500 characters of text
+   is copied, cut (plus "...") and serialized from the copy;
 5. the map HTML is the lexbor serialization with ``_item_id`` attributes and
    ``<cc-alg-uc-text>`` wrappers spliced in at recorded string offsets.
 
@@ -82,16 +84,20 @@ _HTML5_VOID = frozenset({
 # HTML5-void elements libxml2 treats as containers: they stay open until the parent closes.
 _SWALLOWING = _HTML5_VOID - _LIBXML_VOID
 
-# One token per match: a raw-text element whole (g1-g3), a start/end tag (g4-g6), a
-# comment or doctype (g7), or text (g8). lexbor's serialization is well-formed: tags never
-# contain ">" (it is escaped in attribute values) and text never contains "<".
+# One match per markup token and the text after it: (token, raw-text tag name, text). The
+# token is a whole raw-text element (its tag name in group 2), a start or end tag, a
+# comment, doctype or processing instruction, a "<" that starts none of these (text), or
+# empty (text at the very start), so every character is in exactly one match. lexbor
+# escapes ">" in attribute values, so a tag ends at the first ">". A raw-text body is
+# matched as runs of [^<] (a lazy ".*?" tests the end tag at every character; scripts and
+# styles are about 45% of a page's characters), and tag names are cut in Python (a capture
+# group per tag costs more than the slicing).
 _TOKEN = re.compile(
-    r"<(script|style|xmp|iframe|noembed|noframes|plaintext)([^>]*)>(.*?)</\1>"
-    r"|<(/?)([A-Za-z][^\s/>]*)([^>]*)>"
-    r"|(<!--.*?-->|<![^>]*>)"
-    r"|([^<]+|<)",
+    r"(<(?:(script|style|xmp|iframe|noembed|noframes|plaintext)[^>]*>[^<]*(?:<(?!/\2>)[^<]*)*</\2"
+    r"|!--.*?--|![^>]*|\?[^>]*|/?[A-Za-z][^>]*)>|<|)([^<]*)",
     re.S,
 )
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")  # a tag name's first
 _WS = re.compile(r"\s+")
 _PRIVATE_MARKS = re.compile("[\ue000-\ue002]")
 
@@ -111,23 +117,13 @@ class SimplifiedPage:
 
 
 class _El:
-    """One element in lxml's model: ``text`` before the first child, ``tail`` after it.
+    """One element in lxml's model: ``text`` before the first child, ``tail`` after it."""
 
-    Rarely set fields are class defaults, so building a node sets five attributes.
-    """
-
-    text = None
-    tail = None
-    close_start = 0
-    close_end = 0
-    text_end = 0        # where the last piece of direct text ends in the page
-    tail_end = 0        # where the last piece of tail text ends in the page
-    hbd = False         # has block descendants
-    block = False
-    data_table = False
-    list_content = False
-    context = None      # nearest table (td/th), ul/ol (li) or dl (dt/dd) ancestor
-    _path = None
+    __slots__ = (
+        "tag", "attrs", "parent", "children", "name_end", "open_end", "text", "tail",
+        "close_start", "close_end", "text_end", "tail_end", "hbd", "block", "data_table",
+        "list_content", "context", "_path", "_path_text",
+    )
 
     def __init__(self, tag, attrs, parent, name_end, open_end):
         self.tag = tag
@@ -136,6 +132,19 @@ class _El:
         self.children = []
         self.name_end = name_end
         self.open_end = open_end
+        self.text = None
+        self.tail = None
+        self.close_start = 0
+        self.close_end = 0
+        self.text_end = 0       # where the last piece of direct text ends in the page
+        self.tail_end = 0       # where the last piece of tail text ends in the page
+        self.hbd = False        # has block descendants
+        self.block = False
+        self.data_table = False
+        self.list_content = False
+        self.context = None     # nearest table (td/th), ul/ol (li) or dl (dt/dd) ancestor
+        self._path = None       # segments of the path, innermost last
+        self._path_text = None
 
 
 def _unescape(text: str) -> str:
@@ -144,6 +153,9 @@ def _unescape(text: str) -> str:
         return text
     return (text.replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", "\xa0")
             .replace("&quot;", '"').replace("&amp;", "&"))
+
+
+_ATTR_KEYS = {name: ' %s="' % name for name in ("class", "id", "src", "alt", "style", "role", "data-table")}
 
 
 class _Attrs:
@@ -160,13 +172,14 @@ class _Attrs:
 
     def get(self, name: str, default=None):
         raw = self.raw
-        key = " %s=\"" % name
+        key = _ATTR_KEYS.get(name) or " %s=\"" % name
         i = raw.find(key)
         if i < 0:
             return default
         i += len(key)
         j = raw.find('"', i)
-        return _unescape(raw[i:j] if j >= 0 else raw[i:])
+        value = raw[i:j] if j >= 0 else raw[i:]
+        return _unescape(value) if "&" in value else value
 
     def __contains__(self, name: str) -> bool:
         return (" %s=\"" % name) in self.raw
@@ -212,7 +225,115 @@ def _build_tree(s: str):
     skip_tag = None  # inside a removed element: its tag and nesting depth
     skip_depth = 0
     pos = 0
-    for raw_tag, raw_attrs, raw_text, slash, tag, attrs_s, other, text in _TOKEN.findall(s):
+    for token, raw_tag, text in _TOKEN.findall(s):
+        if token:
+            start = pos
+            pos += len(token)
+            second = token[1:2]
+            if second == "/" and token[2:3] in _ASCII_LETTERS:
+                # end tag: close up to the matching open element
+                tag = token[2:-1]
+                if " " in tag:
+                    tag = tag[:tag.index(" ")]
+                tag = tag.lower()
+                if skip_tag is not None:
+                    if tag == skip_tag:
+                        skip_depth -= 1
+                        if skip_depth == 0:
+                            skip_tag = None
+                else:
+                    tail_mode = None
+                    el = stack[-1]
+                    if el.tag == tag:  # the usual case: lexbor's output is balanced
+                        stack.pop()
+                        el.close_start = start
+                        el.close_end = pos
+                        if tag in _CONTEXT_KIND:
+                            contexts[_CONTEXT_KIND[tag]].pop()
+                        append_post(el)
+                    else:
+                        depth = len(stack) - 1
+                        while depth > 0 and stack[depth].tag != tag:
+                            depth -= 1
+                        if depth > 0:
+                            while len(stack) > depth:
+                                el = stack.pop()
+                                el.close_start = start
+                                el.close_end = start
+                                kind = _CONTEXT_KIND.get(el.tag)
+                                if kind is not None:
+                                    contexts[kind].pop()
+                                append_post(el)
+                            el.close_end = pos
+            elif second == "!" or second == "?":
+                # A comment, the doctype, or a processing instruction: lexbor writes the
+                # bogus comment "<?php ... ?>" back as "<?php ... ?>"; the reference drops it
+                # like a comment (its blocks never hold that text).
+                pass
+            elif raw_tag or second in _ASCII_LETTERS:
+                if raw_tag:
+                    tag = raw_tag
+                    open_end = token.index(">")
+                    attrs_s = token[1 + len(tag):open_end]
+                else:
+                    space = token.find(" ")
+                    if space < 0:
+                        tag = token[1:-1].lower()
+                        attrs_s = ""
+                    else:
+                        tag = token[1:space].lower()
+                        attrs_s = token[space:-1]
+                if skip_tag is not None:
+                    if tag == skip_tag and not raw_tag:
+                        skip_depth += 1
+                    pos += len(text)  # text inside a removed element is skipped too
+                    continue
+                tail_mode = None
+                parent = stack[-1]
+                attrs = _Attrs(attrs_s) if len(attrs_s) > 2 else None
+                el = _El(tag, attrs, parent, start + 1 + len(tag), start + 2 + len(tag) + len(attrs_s))
+                if tag in REMOVED_TAGS:
+                    tail_mode = "drop"
+                elif (
+                    (attrs is not None and (" style=" in attrs_s or parent.tag == "body"))
+                    or parent.tag == "details"
+                ) and _is_hidden(el, parent):
+                    tail_mode = "hidden"
+                if tail_mode is not None:
+                    if not raw_tag and tag not in _HTML5_VOID:
+                        skip_tag = tag
+                        skip_depth = 1
+                        pos += len(text)
+                        continue
+                else:
+                    parent.children.append(el)
+                    kind = _CONTEXT_OF.get(tag)
+                    if kind is not None:
+                        el.context = contexts[kind][-1]
+                        if (kind == "table" and el.context is not None and attrs is not None
+                                and "headers" in attrs):
+                            el.context.data_table = True  # rule 4 marker of its nearest table
+                    elif tag in ("caption", "col", "colgroup") and contexts["table"][-1] is not None:
+                        contexts["table"][-1].data_table = True
+                    if raw_tag:
+                        raw_text = token[open_end + 1:-3 - len(tag)]
+                        if raw_text:
+                            el.text = raw_text
+                        el.close_start = pos - len(tag) - 3
+                        el.close_end = pos
+                        append_post(el)
+                    elif tag in _LIBXML_VOID or tag in ("image", "bgsound"):
+                        el.close_start = el.close_end = pos
+                        append_post(el)
+                    else:
+                        stack.append(el)
+                        kind = _CONTEXT_KIND.get(tag)
+                        if kind is not None:
+                            contexts[kind].append(el)
+                            (tables if kind == "table" else lists).append(el)
+            else:  # "<" that starts no tag (a stray one, a processing instruction) is text
+                pos = start
+                text = token + text
         if text:
             pos += len(text)
             if skip_tag is not None:
@@ -243,95 +364,6 @@ def _build_tree(s: str):
             else:
                 cur.text = text if cur.text is None else cur.text + text
                 cur.text_end = pos
-            continue
-        if other:
-            pos += len(other)
-            continue
-        start = pos
-        if raw_tag:
-            pos += 2 * len(raw_tag) + len(raw_attrs) + len(raw_text) + 5
-            if skip_tag is not None:
-                continue
-            tag = raw_tag
-            attrs_s = raw_attrs
-        else:
-            pos += len(slash) + len(tag) + len(attrs_s) + 2
-            tag = tag.lower()
-            if skip_tag is not None:
-                if tag == skip_tag:
-                    if slash:
-                        skip_depth -= 1
-                        if skip_depth == 0:
-                            skip_tag = None
-                    else:
-                        skip_depth += 1
-                continue
-            if slash:  # end tag: close up to the matching open element
-                tail_mode = None
-                el = stack[-1]
-                if el.tag == tag:  # the usual case: lexbor's output is balanced
-                    stack.pop()
-                    el.close_start = start
-                    el.close_end = pos
-                    if tag in _CONTEXT_KIND:
-                        contexts[_CONTEXT_KIND[tag]].pop()
-                    append_post(el)
-                    continue
-                for depth in range(len(stack) - 1, 0, -1):
-                    if stack[depth].tag == tag:
-                        break
-                else:
-                    continue
-                while len(stack) > depth:
-                    el = stack.pop()
-                    el.close_start = start
-                    el.close_end = start
-                    kind = _CONTEXT_KIND.get(el.tag)
-                    if kind is not None:
-                        contexts[kind].pop()
-                    append_post(el)
-                el.close_end = pos
-                continue
-        # start tag (or a whole raw-text element)
-        tail_mode = None
-        parent = stack[-1]
-        attrs = _Attrs(attrs_s) if len(attrs_s) > 2 else None
-        el = _El(tag, attrs, parent, start + 1 + len(tag), start + 2 + len(tag) + len(attrs_s))
-        if tag in REMOVED_TAGS:
-            tail_mode = "drop"
-        elif (
-            (attrs is not None and (" style=" in attrs_s or parent.tag == "body"))
-            or parent.tag == "details"
-        ) and _is_hidden(el, parent):
-            tail_mode = "hidden"
-        if tail_mode is not None:
-            if not raw_tag and tag not in _HTML5_VOID:
-                skip_tag = tag
-                skip_depth = 1
-            continue
-        parent.children.append(el)
-        kind = _CONTEXT_OF.get(tag)
-        if kind is not None:
-            el.context = contexts[kind][-1]
-            if kind == "table" and el.context is not None and attrs is not None and "headers" in attrs:
-                el.context.data_table = True  # rule 4 marker of its nearest table
-        elif tag in ("caption", "col", "colgroup") and contexts["table"][-1] is not None:
-            contexts["table"][-1].data_table = True
-        if raw_tag:
-            if raw_text:
-                el.text = raw_text
-            el.close_start = pos - len(raw_tag) - 3
-            el.close_end = pos
-            append_post(el)
-        elif tag in _LIBXML_VOID or tag in ("image", "bgsound"):
-            el.close_start = el.close_end = pos
-            append_post(el)
-        else:
-            stack.append(el)
-            kind = _CONTEXT_KIND.get(tag)
-            if kind is not None:
-                contexts[kind].append(el)
-                (tables if kind == "table" else lists).append(el)
     end = len(s)
     while len(stack) > 1:
         el = stack.pop()
@@ -767,6 +799,145 @@ def _serialize(top, item_id: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------
+# The usual block in one walk of the original elements: what _copy, _measure and
+# _serialize give on a copy, without making the copy. Only a block over the cut length
+# takes the copy path (_copy/_run_copy, _truncate, _serialize): about 3% of blocks.
+
+_LIST_TAGS = frozenset({"ul", "ol", "dl"})
+_END_TAGLESS = _LIBXML_VOID | {"li"}  # no end tag when empty (libxml2's serializer)
+
+
+def _shortened(tag: str, kids: list) -> list:
+    """Rule 7's list shortening on a child list; ``None`` stands for <span>...</span>."""
+    if len(kids) > 2:
+        if tag == "dl":
+            dts = [i for i, c in enumerate(kids) if c.tag == "dt"]
+            if len(dts) > 1:
+                return kids[dts[0]:dts[1]] + [None] + kids[dts[-1]:]
+        else:
+            return [kids[0], None, kids[-1]]
+    return kids
+
+
+def _open_tag(el: _El) -> str:
+    """``<tag`` plus the attributes rule 7 keeps, serialized (no closing ``>``)."""
+    if el.attrs is None:
+        return "<" + el.tag
+    cleaned = _clean_attrs(el.tag, el.attrs)
+    if cleaned is None:
+        return "<" + el.tag
+    return "<" + el.tag + "".join([_attr(name, value) for name, value in cleaned])
+
+
+def _img_has_src(el: _El) -> bool:
+    attrs = el.attrs
+    if attrs is None:
+        return False
+    src = attrs.get("src", "").strip()
+    return bool(src) and not src.startswith("data:image/")
+
+
+def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: int,
+            start_tags: dict):
+    """Serialize a block whose top is ``top`` with ``text`` and ``kids`` in place of its
+    own (a run), the tail of ``no_tail`` (a run's closing <br>) left out. ``start_tags``
+    caches cleaned start tags by (tag, attributes) for one page: menus, lists and grids
+    repeat the same few.
+
+    Returns the HTML, None when the block has no content (rule 7), or False when its text
+    is longer than ``cutoff_length`` (the caller cuts a copy instead).
+    """
+    tag = top.tag
+    if tag in _LIST_TAGS:
+        kids = _shortened(tag, kids)
+    total = 0
+    meaningful = False
+    excluded = tag in _NO_CALC_TEXT_TAGS
+    if tag == "img":
+        meaningful = _img_has_src(top)
+        if text and not excluded:
+            total = len(text)
+    elif text:
+        if not excluded:
+            total = len(text)
+        meaningful = not text.isspace()
+    if not kids:
+        if not meaningful:  # an empty element, or whitespace only
+            return None
+        if not text and tag in _END_TAGLESS:
+            return "%s _item_id=\"%s\">" % (_open_tag(top), item_id)
+    parts = [_open_tag(top), ' _item_id="', item_id, '">']
+    append = parts.append
+    if text:
+        append(_esc_text(text))
+    stack = ["</%s>" % tag]
+    push = stack.append
+    no_calc = _NO_CALC_TEXT_TAGS
+    for kid in reversed(kids):
+        push((kid, excluded or (kid is not None and kid.tag in no_calc)))
+    pop = stack.pop
+    while stack:
+        entry = pop()
+        if entry.__class__ is str:
+            append(entry)
+            continue
+        node, excluded = entry
+        if node is None:  # a shortened list's <span>...</span>
+            append("<span>...</span>")
+            if not excluded:
+                total += 3
+            meaningful = True
+            continue
+        tag = node.tag
+        text = node.text
+        tail = None if node is no_tail else node.tail
+        if tag == "img":
+            if not meaningful and _img_has_src(node):
+                meaningful = True
+            if text and not excluded:
+                total += len(text)
+        elif text:
+            if not excluded:
+                total += len(text)
+            if not meaningful and not text.isspace():
+                meaningful = True
+        if tail:
+            total += len(tail)
+            if not meaningful and tag != "img" and not tail.isspace():
+                meaningful = True
+        if node.attrs is None:
+            append("<%s>" % tag)
+        else:
+            key = (tag, node.attrs.raw)
+            start_tag = start_tags.get(key)
+            if start_tag is None:
+                start_tag = start_tags[key] = _open_tag(node) + ">"
+            append(start_tag)
+        kids = node.children
+        if not kids:
+            if not text and tag in _END_TAGLESS:
+                if tail:
+                    append(" " if tail.isspace() else _esc_text(tail))
+                continue
+        elif tag in _LIST_TAGS:
+            kids = _shortened(tag, kids)
+        if text:
+            append(" " if text.isspace() else _esc_text(text))
+        if tail:
+            # Indentation between tags is the most common tail: no regex for it.
+            push("</%s> " % tag if tail.isspace() else "</%s>%s" % (tag, _esc_text(tail)))
+        else:
+            push("</%s>" % tag)
+        for kid in reversed(kids):
+            push((kid, excluded or (kid is not None and kid.tag in no_calc)))
+    if not meaningful:
+        return None
+    if total > cutoff_length:
+        return False
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------
 # Paths for feature-based models
 
 
@@ -778,7 +949,7 @@ def _segment(el: _El) -> str:
         if cls:
             words = cls.split()[:_MAX_CLASS_WORDS]
             if words:
-                name += "." + ".".join(w[:_MAX_NAME_CHARS] for w in words)
+                name += "." + ".".join([w[:_MAX_NAME_CHARS] for w in words])
         ident = attrs.get("id")
         if ident and ident.strip():
             name += "#" + ident.split()[0][:_MAX_NAME_CHARS]
@@ -787,6 +958,8 @@ def _segment(el: _El) -> str:
 
 def _path_of(el: _El) -> str:
     """``html > body > div.main#content > p``: the innermost MAX_PATH_DEPTH elements."""
+    if el._path_text is not None:  # several runs of one parent share its path
+        return el._path_text
     pending = []
     node = el
     while node is not None and node._path is None and node.tag != "#root":
@@ -796,7 +969,8 @@ def _path_of(el: _El) -> str:
     for node in reversed(pending):
         segments = (segments + (_segment(node),))[-MAX_PATH_DEPTH:]
         node._path = segments
-    return " > ".join(segments)
+    el._path_text = " > ".join(segments)
+    return el._path_text
 
 
 # ---------------------------------------------------------------------------------------
@@ -832,7 +1006,7 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
         text, encoding = html, None
     else:
         return _empty(None, "not_html: %s" % type(html).__name__)
-    if not text or not text.strip():
+    if not text or text.isspace():  # (isspace stops at the first visible character)
         return _empty(encoding, REASON_EMPTY)
     if "\x00" in text:
         text = text.replace("\x00", "\ufffd")
@@ -856,34 +1030,54 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     paths: list[str] = []
     inserts: list[tuple[int, int, str]] = []  # (offset, order, text) spliced into the map
     seen_runs: set = set()
+    start_tags: dict = {}
     for kind, el, items, run_start, run_end in paragraphs:
         if el.tag in _UNWRAPPABLE:
             continue
         if kind == "block":
-            copy = _copy(el)
-            copy[_TAIL] = None
+            text, kids, no_tail = el.text, el.children, None
         else:
-            if all(isinstance(i, str) for i in items):
+            kids = [i for i in items if i.__class__ is not str]
+            if kids:
+                # Text before the first element is the copy's text; later strings are the
+                # elements' own (unstripped) tails, which the copy keeps.
+                leading = items[:items.index(kids[0])]
+                text = " ".join(leading) if leading else None
+            else:
+                text = " ".join(items)
                 # The reference de-duplicates paragraphs by their HTML, which carries a
                 # per-node uuid: only text-only runs of the same parent ever coincide.
-                key = (id(el), " ".join(items))
+                key = (id(el), text)
                 if key in seen_runs:
                     continue
                 seen_runs.add(key)
-            copy = _run_copy(el, items)
+            last = items[-1]
+            no_tail = last if last.__class__ is not str and last.tag == "br" else None
         if el.tag == "body":
-            originals = el.children if kind == "block" else [i for i in items if not isinstance(i, str)]
-            copy = _body_fragment(copy)
-            if copy is None:
+            # What the reference's fragment parse makes of a copy of <body>: its one
+            # child element when there is exactly one and no text around it, else nothing.
+            if (text and text.strip()) or len(kids) != 1:
                 continue
-            kind, el = "block", originals[0]
-        length, meaningful = _measure(copy)
-        if not meaningful:
-            continue
-        if length > cutoff_length:
-            _truncate(copy, cutoff_length)
+            kid = kids[0]
+            tail = None if kid is no_tail else kid.tail
+            if tail and tail.strip():
+                continue
+            kind, el = "block", kid
+            text, kids, no_tail = kid.text, kid.children, None
         item_id = str(len(blocks) + 1)
-        blocks.append(_serialize(copy, item_id))
+        html = _render(el, text, kids, None if kind == "block" else no_tail, item_id, cutoff_length,
+                       start_tags)
+        if html is None:
+            continue
+        if html is False:
+            if kind == "block":
+                copy = _copy(el)
+                copy[_TAIL] = None
+            else:
+                copy = _run_copy(el, items)
+            _truncate(copy, cutoff_length)
+            html = _serialize(copy, item_id)
+        blocks.append(html)
         paths.append(_path_of(el))
         if kind == "block" and el.tag in _SWALLOWING:
             # In the page these are void and what the block holds are their siblings.
