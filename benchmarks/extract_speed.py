@@ -4,7 +4,8 @@
 
 The stages ``Extractor`` runs for one page, timed separately (process CPU time, one
 thread): simplify (decode + segmentation), block features, model (the default block
-classifier on the features), main HTML, Markdown, text, and the trafilatura fallback on
+classifier on the features), render (main HTML, Markdown and text, as ``Extractor`` and
+the render stage make them: ``reconstruct.render_main``), and the trafilatura fallback on
 the pages whose model output is empty. trafilatura (``extract(html, output_format="txt")``,
 as jobs/evaluate.py runs it) extracts each page right after ours, in the same process,
 so both see the same machine load; the ratio is trafilatura's CPU time over ours.
@@ -21,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-STAGES = ("simplify", "features", "model", "main_html", "markdown", "text", "fallback")
+STAGES = ("simplify", "features", "model", "render", "fallback")
 
 
 def main() -> None:
@@ -39,8 +40,7 @@ def main() -> None:
     from pulpie_spark.classify.base import probs_to_labels
     from pulpie_spark.evaluate.harness import load_labelled_table, trafilatura_text
     from pulpie_spark.fallback import fallback_reason, trafilatura_extract
-    from pulpie_spark.markdown import html_to_markdown, html_to_text
-    from pulpie_spark.reconstruct import main_html
+    from pulpie_spark.reconstruct import render_main
     from pulpie_spark.simplify import simplify
 
     sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
@@ -64,14 +64,8 @@ def main() -> None:
             labels = probs_to_labels(classifier.predict_proba_features(features))[0]
             seconds["model"] += clock() - mark
             mark = clock()
-            main = main_html(page.map_html, labels)
-            seconds["main_html"] += clock() - mark
-            mark = clock()
-            markdown = html_to_markdown(main)
-            seconds["markdown"] += clock() - mark
-            mark = clock()
-            html_to_text(main)
-            seconds["text"] += clock() - mark
+            _, markdown, _ = render_main(page.map_html, labels)
+            seconds["render"] += clock() - mark
         mark = clock()
         if fallback_reason(len(page.blocks), page.error, markdown):
             fallback_pages += 1

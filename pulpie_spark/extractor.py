@@ -87,15 +87,13 @@ class Extractor:
         return results
 
     def _render(self, result: Extraction, page, labels: list[int]) -> None:
-        from pulpie_spark.markdown import html_to_markdown, html_to_text
-        from pulpie_spark.reconstruct import main_html
+        from pulpie_spark.reconstruct import render_main
 
         result.labels = [int(x) for x in labels]
         result.n_main = sum(result.labels)
         try:
-            result.html = main_html(page.map_html, result.labels)
-            result.markdown = html_to_markdown(result.html, links=self.links, images=self.images)
-            result.text = html_to_text(result.html)
+            result.html, result.markdown, result.text = render_main(
+                page.map_html, result.labels, links=self.links, images=self.images)
         except Exception as exc:
             result.error = f"render_failed: {type(exc).__name__}: {exc}"[:500]
 

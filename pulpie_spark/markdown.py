@@ -40,7 +40,7 @@ import re
 
 from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["html_to_markdown", "html_to_text", "MAX_NESTING"]
+__all__ = ["html_to_markdown", "html_to_text", "node_to_markdown", "node_to_text", "MAX_NESTING"]
 
 # Lists, quotes, tables, headings and inline markup nested deeper than this render as
 # plain transparent containers (their text stays, their extra indentation does not).
@@ -195,6 +195,17 @@ def html_to_text(html: str) -> str:
     paragraphs separated by blank lines, one line per list item, table rows as
     tab-separated cells, code verbatim, math as its TeX source."""
     return _Renderer(markdown=False, links=False, images=False).render(html)
+
+
+def node_to_markdown(node, *, links: bool = False, images: bool = False) -> str:
+    """``html_to_markdown`` of an already parsed selectolax (Lexbor) node, normally a
+    document's ``body``: what ``html_to_markdown`` renders after its own parse."""
+    return _Renderer(markdown=True, links=links, images=images).render_node(node)
+
+
+def node_to_text(node) -> str:
+    """``html_to_text`` of an already parsed selectolax (Lexbor) node."""
+    return _Renderer(markdown=False, links=False, images=False).render_node(node)
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -460,7 +471,9 @@ class _Renderer:
             tree = LexborHTMLParser(html)
         except Exception:  # selectolax refuses input above its size limit
             return ""
-        root = tree.body or tree.root
+        return self.render_node(tree.body or tree.root)
+
+    def render_node(self, root) -> str:
         if root is None:
             return ""
         frame = _Frame(_ROOT, root, [], _Ctx())
@@ -499,7 +512,9 @@ class _Renderer:
         if ctx.pre:
             frame.parts.append(text)
             return
-        text = _WS.sub(" ", text)
+        # Most text nodes need no collapsing; the substitution is the walk's costliest call.
+        if "\n" in text or "  " in text or "\t" in text or "\r" in text or "\f" in text:
+            text = _WS.sub(" ", text)
         if self.md and not ctx.code and text != " ":
             text = _escape_inline(text)
             if ctx.link:

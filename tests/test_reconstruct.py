@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
+import random
 
-from pulpie_spark.reconstruct import main_html
+import numpy as np
+import pytest
+from selectolax.lexbor import LexborHTMLParser
+
+from pulpie_spark.markdown import html_to_markdown, html_to_text
+from pulpie_spark.reconstruct import ITEM_ID_ATTR, WRAPPER_TAG, main_html, render_main
 from pulpie_spark.simplify import block_text, simplify
 
 # The example of block-format.md; its blocks are checked in tests/test_simplify.py.
@@ -72,3 +77,101 @@ def test_deep_map_does_not_recurse():
     page = simplify("<div>" * depth + "<p>deep</p><p>other</p>" + "</div>" * depth)
     html = main_html(page.map_html, [1, 0])
     assert "deep" in html and "other" not in html
+
+
+def _walk_main_html(map_html, labels):
+    """main_html as first written: the <br> rule applied by a walk over every element
+    (pairs of neighbours in document order), kept as the reference for the br lookup."""
+    main_ids = {str(i + 1) for i, label in enumerate(labels) if int(label) == 1}
+    doc = LexborHTMLParser(map_html)
+    root = doc.root
+    firsts = {}
+    for node in doc.css(f"[{ITEM_ID_ATTR}]"):
+        iid = node.attributes.get(ITEM_ID_ATTR)
+        if iid in main_ids and iid not in firsts:
+            firsts[iid] = node
+    if not firsts:
+        return ""
+    whole, ancestors = set(), set()
+    for node in firsts.values():
+        if node.mem_id in whole:
+            continue
+        for inner in node.traverse(include_text=False):
+            whole.add(inner.mem_id)
+        up = node.parent
+        while up is not None and up.mem_id not in ancestors:
+            ancestors.add(up.mem_id)
+            up = up.parent
+    previous = None
+    for node in root.traverse(include_text=False):
+        if previous is not None:
+            mid, pid = node.mem_id, previous.mem_id
+            if node.tag == "br" and previous.tag != "br" and (pid in whole or pid in ancestors):
+                whole.add(mid)
+            elif previous.tag == "br" and node.tag != "br" and (mid in whole or mid in ancestors):
+                whole.add(pid)
+        previous = node
+    doomed, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        after_removed = False
+        for child in node.iter(include_text=True):
+            if child.is_element_node:
+                if child.mem_id in whole:
+                    after_removed = False
+                elif child.mem_id in ancestors:
+                    after_removed = False
+                    stack.append(child)
+                else:
+                    doomed.append(child)
+                    after_removed = True
+            elif child.is_comment_node or (after_removed and child.is_text_node):
+                doomed.append(child)
+    for node in doomed:
+        node.decompose()
+    for node in root.css(f"[{ITEM_ID_ATTR}]"):
+        del node.attrs[ITEM_ID_ATTR]
+    root.unwrap_tags([WRAPPER_TAG])
+    return root.html or ""
+
+
+BR_PAGES = [
+    "<body><div><p>one</p><br><p>two</p><br><br><p>three</p></div></body>",
+    "<body><div><br><p>a</p><div><p>b</p><br></div><br>t<br><div><br><p>c</p></div></div></body>",
+    "<body><p>x<br>y<br></p><!-- c --><br><section><div><p>z</p></div></section><br><br></body>",
+    "<body><ul><li>one<br></li><li><br>two</li></ul><br><table><tr><td>c<br>d</td></tr></table><br></body>",
+]
+
+
+def _label_patterns(n):
+    rng = random.Random(n)
+    return ([1] * n, [i % 2 for i in range(n)], [int(i % 3 == 1) for i in range(n)],
+            [rng.randint(0, 1) for _ in range(n)], [rng.randint(0, 1) for _ in range(n)])
+
+
+def _fixture_maps(data_dir):
+    maps = [simplify(html).map_html for html in BR_PAGES + [EXAMPLE]]
+    maps += [simplify(path.read_bytes()).map_html for path in sorted(data_dir.glob("*.html"))]
+    return maps
+
+
+def test_br_lookup_keeps_what_a_walk_over_every_element_keeps(data_dir):
+    compared = 0
+    for map_html in _fixture_maps(data_dir):
+        n = map_html.count(ITEM_ID_ATTR + "=")
+        for labels in _label_patterns(n):
+            assert main_html(map_html, labels) == _walk_main_html(map_html, labels)
+            compared += 1
+    assert compared >= 60
+
+
+@pytest.mark.parametrize("links", [False, True])
+def test_render_main_renders_what_parsing_the_main_html_renders(data_dir, links):
+    for map_html in _fixture_maps(data_dir):
+        n = map_html.count(ITEM_ID_ATTR + "=")
+        for labels in _label_patterns(n):
+            main = main_html(map_html, labels)
+            assert render_main(map_html, labels, links=links, images=links) == (
+                main, html_to_markdown(main, links=links, images=links), html_to_text(main))
+    assert render_main("", [1]) == ("", "", "")
+    assert render_main(simplify(EXAMPLE).map_html, [0] * 8) == ("", "", "")

@@ -11,8 +11,7 @@ RENDER_DDL = "main_html string, markdown string, text string, n_main int, render
 def render_page(map_html, labels, *, links: bool = False, images: bool = False) -> dict:
     """One page's main HTML, Markdown and text from its map HTML and block labels. Never raises."""
     from pulpie_spark.guards import call_with_deadline, page_seconds, reason_for_exception
-    from pulpie_spark.markdown import html_to_markdown, html_to_text
-    from pulpie_spark.reconstruct import main_html
+    from pulpie_spark.reconstruct import render_main
 
     out = {"main_html": None, "markdown": None, "text": None, "n_main": None, "render_error": None}
     if map_html is None or labels is None or (isinstance(map_html, float)):
@@ -23,11 +22,8 @@ def render_page(map_html, labels, *, links: bool = False, images: bool = False) 
         # One deadline for the page's three steps, like one page in segmentation.
         seconds = page_seconds()
 
-        def render():
-            main = main_html(map_html, labels)
-            return main, html_to_markdown(main, links=links, images=images), html_to_text(main)
-
-        out["main_html"], out["markdown"], out["text"] = call_with_deadline(render, seconds=seconds)
+        out["main_html"], out["markdown"], out["text"] = call_with_deadline(
+            lambda: render_main(map_html, labels, links=links, images=images), seconds=seconds)
     except Exception as exc:
         out["render_error"] = "render:" + reason_for_exception(exc)
     return out
