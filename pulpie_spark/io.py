@@ -16,6 +16,19 @@ touch storage, so every stage gets the same behaviour:
 
 Which Delta writer is used can be forced with the Spark property
 ``spark.pulpie.delta.writer`` = ``auto`` (default) | ``spark`` | ``delta-rs``.
+
+Byte-identical files. Spark's Parquet files (``parquet`` and the delta-rs path) are
+written with v2 data pages and no dictionary (``BYTE_IDENTICAL_PARQUET_OPTIONS``), so the
+same rows in the same order give the same bytes from any JVM. The default (v1 pages,
+dictionary) lists up to four encodings per column chunk in the footer, and parquet-mr
+(1.17) writes that list in ``HashSet`` order; a Java enum's hash is its identity hash,
+so the order, and a few footer bytes, change from JVM to JVM. With v2 pages the
+repetition/definition levels are not in that list and without a dictionary each chunk
+has exactly one encoding (``DELTA_BYTE_ARRAY`` for strings and binary,
+``DELTA_BINARY_PACKED`` for integers, ``PLAIN`` for floats, ``RLE`` for booleans).
+Spark's vectorized reader, pyarrow and delta-rs read them (``tests/test_io_bytes.py``);
+``spark.pulpie.parquet.byteIdentical=false`` restores parquet-mr's defaults for a
+reader without v2 pages. Spark's own ``format("delta")`` writer keeps its defaults.
 """
 
 from __future__ import annotations
@@ -33,6 +46,10 @@ log = logging.getLogger(__name__)
 FORMATS = ("parquet", "delta")
 MODES = ("overwrite", "append", "error", "errorifexists", "ignore")
 DELTA_WRITER_CONF = "spark.pulpie.delta.writer"
+BYTE_IDENTICAL_CONF = "spark.pulpie.parquet.byteIdentical"
+# Hadoop properties of parquet-mr's ParquetOutputFormat, passed as write options (which
+# Spark copies into the job's Hadoop configuration): one encoding per column chunk.
+BYTE_IDENTICAL_PARQUET_OPTIONS = {"parquet.writer.version": "v2", "parquet.enable.dictionary": "false"}
 
 # One probe per SparkContext: the classpath does not change while it lives.
 _spark_delta_cache: dict[str, bool] = {}
@@ -113,6 +130,14 @@ def _probe_delta_source(spark) -> bool:
 
 # ----------------------------------------------------------------------------- write
 
+def parquet_write_options(spark) -> dict[str, str]:
+    """Options for Spark's Parquet writer: byte-identical files unless turned off."""
+    enabled = (spark.conf.get(BYTE_IDENTICAL_CONF, "true") or "true").strip().lower()
+    if enabled not in ("true", "false"):
+        raise ValueError(f"{BYTE_IDENTICAL_CONF} must be true or false, got {enabled!r}")
+    return dict(BYTE_IDENTICAL_PARQUET_OPTIONS) if enabled == "true" else {}
+
+
 def write_table(df, path: str, fmt: str = "parquet", mode: str = "overwrite",
                 partition_by: str | Sequence[str] | None = None) -> str:
     """Write ``df`` to ``path`` as ``fmt`` (parquet | delta). Returns the writer used.
@@ -132,7 +157,7 @@ def write_table(df, path: str, fmt: str = "parquet", mode: str = "overwrite",
     partition_by = list(partition_by or [])
     spark = df.sparkSession
     if fmt == "parquet":
-        writer = df.write.mode(mode).format("parquet")
+        writer = df.write.mode(mode).format("parquet").options(**parquet_write_options(spark))
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         writer.save(_spark_path(path))
@@ -169,7 +194,7 @@ def _write_delta_rs(df, path: str, mode: str, partition_by: list[str]) -> None:
     # Delta wants TIMESTAMP_MICROS; Spark's default INT96 is not in the Delta protocol.
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     try:
-        writer = df.write.mode("errorifexists").format("parquet")
+        writer = df.write.mode("errorifexists").format("parquet").options(**parquet_write_options(spark))
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         writer.save(_spark_path(data_dir))

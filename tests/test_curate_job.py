@@ -109,3 +109,58 @@ def test_curate_job_rerun_is_identical(extracted, first_run, tmp_path):
         files_b = sorted((tmp_path / name).glob("part-*.parquet"))
         assert files_a and [f.name.split("-")[1] for f in files_a] == [f.name.split("-")[1] for f in files_b]
         assert [f.read_bytes() for f in files_a] == [f.read_bytes() for f in files_b]
+
+
+# --- per-row deadline -------------------------------------------------------------
+
+def _long_prose(n_words: int) -> str:
+    """Prose long enough that normalizing and scoring it takes seconds (~3 s per
+    100,000 words on one core): far over a 1 s deadline."""
+    rng = random.Random(3)
+    return "\n".join(" ".join(rng.choice(WORDS) for _ in range(12)) + "." for _ in range(n_words // 12))
+
+
+def test_row_over_deadline_gets_failure_and_keeps_its_text():
+    from pulpie_spark.curate.config import load_config
+    from pulpie_spark.curate.spark import guarded_normalize_and_score
+
+    cfg = load_config(None, {})
+    text = _long_prose(300_000)
+    slow = guarded_normalize_and_score(text, cfg["normalize"], cfg["quality"], seconds=0.2)
+    assert slow["failure"] == "timeout" and slow["text"] == text and slow["score"] is None
+    fast = guarded_normalize_and_score(GOOD, cfg["normalize"], cfg["quality"], seconds=30)
+    assert fast["failure"] is None and fast["text"] and fast["score"] is not None
+
+
+def test_curate_removes_a_row_over_the_deadline_with_reason_timeout(spark):
+    """Inside Spark: the deadline is read on the executor (PULPIE_PAGE_TIMEOUT_S, set on a
+    cluster with spark.executorEnv.*); the slow row is removed with reason `timeout`,
+    the other rows of its batch are scored as usual."""
+    from pulpie_spark.curate.config import load_config
+    from pulpie_spark.curate.pipeline import curate
+
+    rng = random.Random(5)
+    slow = _long_prose(300_000)
+    rows = [("slow", slow, None), ("fine", _prose(rng), None), ("short", "Too short to keep.", None),
+            ("err", slow, "html_too_large")]
+    df = spark.createDataFrame(rows, "doc_id string, text string, error string").coalesce(1)
+    sc = spark.sparkContext
+    saved = sc.environment.get("PULPIE_PAGE_TIMEOUT_S")
+    # A distinct worker environment: fresh Python workers that see the 1 s limit.
+    sc.environment["PULPIE_PAGE_TIMEOUT_S"] = "1"
+    try:
+        result = curate(df, load_config(None, {}))
+        removed = {r["doc_id"]: r for r in result.removed.collect()}
+        kept = [r["doc_id"] for r in result.kept.collect()]
+        result.annotated.unpersist()
+    finally:
+        if saved is None:
+            sc.environment.pop("PULPIE_PAGE_TIMEOUT_S", None)
+        else:
+            sc.environment["PULPIE_PAGE_TIMEOUT_S"] = saved
+    assert kept == ["fine"]
+    assert (removed["slow"]["reason"], removed["slow"]["removed_stage"]) == ("timeout", "quality")
+    assert removed["slow"]["text"] == slow  # the raw text, for whoever looks into it
+    assert removed["short"]["reason"] == "quality:gopher_quality:gopher_short_doc"
+    # An extract error stays an extract error, even when its text would also time out.
+    assert (removed["err"]["reason"], removed["err"]["removed_stage"]) == ("extract_error", "input")

@@ -28,10 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Stated bound: the peak RSS of any Python worker while it processes the corpus
 # (50 MB page, 100k-deep nesting, 1M-character blocks, the default model loaded).
-# Measured 3017 MiB with the default model (docs/reliability.md): the classify batch
-# carries every pass-through column, the 50 MB html included, through pandas copies.
-# Clusters enforce the bound with spark.executor.pyspark.memory (out_of_memory rejects).
-PYTHON_WORKER_RSS_BOUND = 4 * 1024**3
+# Measured (docs/reliability.md): 3017 MiB when the classifier padded all pages of a
+# batch to the 50,000-block page; under 1 GiB since calls are bounded by padded blocks
+# (classify.spark.MAX_PADDED_BLOCKS). Clusters enforce the bound with
+# spark.executor.pyspark.memory (out_of_memory rejects).
+PYTHON_WORKER_RSS_BOUND = 2 * 1024**3
 # Per-page deadline in these runs (the default is 30 s): short, so a slow page costs little.
 PAGE_SECONDS = "5"
 

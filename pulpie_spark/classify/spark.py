@@ -35,6 +35,13 @@ from pulpie_spark.classify.registry import DEFAULT_MODEL, resolve_model_name
 log = logging.getLogger(__name__)
 
 OUTPUT_COLUMNS = ("labels", "main_probs", "model_id", "classify_error")
+# Pages go to the classifier in calls of at most this many padded blocks (pages x the
+# longest page of the call; a longer page goes alone). Classifiers pad every page of a
+# call to its longest: one 50,000-block page among small ones cost 16 x 50,000 padded
+# blocks, a 3.6 GiB peak for the adversarial corpus in one call against +293 MiB for
+# that page alone (docs/reliability.md). Pages are ordered by length first, so typical
+# pages (tens to hundreds of blocks) still share calls.
+MAX_PADDED_BLOCKS = 65_536
 SHARED_FS_PREFIXES = ("dbfs:/", "/dbfs/", "/mnt/", "/Volumes/", "/lakehouse/")
 _ERROR_CHARS = 500
 
@@ -310,9 +317,31 @@ def _as_list(value) -> list:
     return [v if isinstance(v, str) else ("" if v is None else str(v)) for v in value]
 
 
+def padded_groups(lengths: Sequence[int], indices: Sequence[int],
+                  max_padded_blocks: int = MAX_PADDED_BLOCKS) -> list[list[int]]:
+    """``indices`` in groups for one classifier call each: ordered by length (then
+    index), each group's size x its longest page <= ``max_padded_blocks`` (a longer
+    page is a group of its own)."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(indices, key=lambda i: (lengths[i], i)):
+        # ascending order: page i is the longest of the group it joins
+        if current and (len(current) + 1) * lengths[i] > max_padded_blocks:
+            groups.append(current)
+            current = []
+        current.append(i)
+    if current:
+        groups.append(current)
+    return groups
+
+
 def classify_frame(pdf, classifier, *, blocks_col: str, paths_col: str | None,
-                   model_id: str, load_error: str | None = None):
-    """Pure core of the stage: one pandas batch in, the four output columns added."""
+                   model_id: str, load_error: str | None = None,
+                   max_padded_blocks: int = MAX_PADDED_BLOCKS):
+    """Pure core of the stage: one pandas batch in, the four output columns added.
+
+    Pages are classified in ``padded_groups``; a group that fails is retried page by
+    page, and a page that still fails gets ``classify_error``."""
     n = len(pdf)
     pages = [_as_list(v) for v in pdf[blocks_col]] if n else []
     paths = [_as_list(v) for v in pdf[paths_col]] if (paths_col and n) else None
@@ -335,13 +364,13 @@ def classify_frame(pdf, classifier, *, blocks_col: str, paths_col: str | None,
             probs[i] = p
             labels[i] = (p >= 0.5).astype(np.int32)
 
-    if todo:
+    for group in padded_groups([len(p) for p in pages], todo, max_padded_blocks):
         try:
-            run(todo)
+            run(group)
         except Exception as exc:
-            log.warning("classify batch of %d pages failed (%s); retrying page by page", len(todo), exc)
+            log.warning("classify batch of %d pages failed (%s); retrying page by page", len(group), exc)
             _free_accelerator_memory()
-            for i in todo:
+            for i in group:
                 try:
                     run([i])
                 except Exception as page_exc:

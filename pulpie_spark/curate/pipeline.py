@@ -3,6 +3,8 @@
     extracted rows
       -> input checks   (extract error, empty text after normalization)   reason extract_error | empty_text
       -> quality gates  (drop-mode gates; tag-mode gates only list fails)  reason quality:<gate>:<rule>
+                        (a row whose normalization + scoring runs over the
+                        per-row deadline, PULPIE_PAGE_TIMEOUT_S, or fails)  reason timeout | out_of_memory | error:...
       -> exact dedup    (SHA-256 of normalized text, keep policy)          reason exact_duplicate
       -> near dedup     (MinHash LSH + connected components, keep policy)  reason near_duplicate
       -> curated rows
@@ -61,6 +63,7 @@ def curate(df: DataFrame, cfg: dict, *, text_col: str = "text",
               .withColumn("quality_fails", F.col("_q.fails"))
               .withColumn("quality_score", F.col("_q.score"))
               .withColumn("_drop", F.col("_q.drop_reason"))
+              .withColumn("_failure", F.col("_q.failure"))
               .drop("_q")
               .withColumn("normalize_version", F.lit(NORMALIZE_VERSION))
               .withColumn("normalize_config_hash", F.lit(norm_hash))
@@ -69,13 +72,16 @@ def curate(df: DataFrame, cfg: dict, *, text_col: str = "text",
     scored = scored.withColumn(
         "reason",
         F.when(error_cond, F.lit("extract_error"))
+         .when(F.col("_failure").isNotNull(), F.col("_failure"))
          .when(F.col(text_col).isNull(), F.lit("empty_text"))
          .when(F.col("_drop").isNotNull(), F.concat(F.lit("quality:"), F.col("_drop"))),
     ).withColumn(
         "removed_stage",
-        F.when(F.col("reason").startswith("quality:"), F.lit("quality"))
-         .when(F.col("reason").isNotNull(), F.lit("input")),
-    ).drop("_drop").persist(storage)
+        F.when(F.col("reason").isNull(), F.lit(None))
+         .when(error_cond, F.lit("input"))
+         .when(F.col("reason").startswith("quality:") | F.col("_failure").isNotNull(), F.lit("quality"))
+         .otherwise(F.lit("input")),
+    ).drop("_drop", "_failure").persist(storage)
 
     stats: dict = {"curate_version": CURATE_VERSION, "config_hash": config_hash(cfg),
                    "config": cfg, "normalize_config_json": config_json(

@@ -17,6 +17,7 @@ from pyspark.sql import types as T
 from pulpie_spark.curate import minhash
 from pulpie_spark.curate.normalize import normalize_text
 from pulpie_spark.curate.quality import evaluate_quality, signal_names
+from pulpie_spark.guards import call_with_deadline, page_seconds, reason_for_exception
 
 
 def quality_schema(qcfg: Mapping) -> T.StructType:
@@ -26,38 +27,55 @@ def quality_schema(qcfg: Mapping) -> T.StructType:
         T.StructField("fails", T.ArrayType(T.StringType())),
         T.StructField("drop_reason", T.StringType()),
         T.StructField("score", T.DoubleType()),
+        T.StructField("failure", T.StringType()),
     ])
+
+
+def normalize_and_score(raw, norm_cfg: Mapping, qcfg: Mapping) -> dict:
+    """One row: normalized (C4-rewritten) text, signals, fails, drop_reason, score.
+    Null or empty-after-normalization text gives text = None and no signals."""
+    text = normalize_text(raw, norm_cfg) if isinstance(raw, str) else None
+    if not text:
+        return {"text": None, "signals": None, "fails": [], "drop_reason": None, "score": None}
+    result = evaluate_quality(text, qcfg)
+    return {"text": result.text, "signals": result.signals, "fails": result.fails,
+            "drop_reason": result.drop_reason, "score": result.score}
+
+
+def guarded_normalize_and_score(raw, norm_cfg: Mapping, qcfg: Mapping, seconds: float | None) -> dict:
+    """``normalize_and_score`` under the per-row deadline (``guards.page_seconds``).
+
+    A row that runs over it (or fails) keeps its raw text and gets ``failure``
+    (``timeout``, ``out_of_memory``, ``error:<Type>: ...``): the curate job removes it
+    with that reason instead of hanging or killing the task."""
+    try:
+        row = call_with_deadline(normalize_and_score, raw, norm_cfg, qcfg, seconds=seconds)
+    except Exception as exc:  # DeadlineExceeded, MemoryError, RecursionError, a bug on one row
+        return {"text": raw if isinstance(raw, str) else None, "signals": None, "fails": [],
+                "drop_reason": None, "score": None, "failure": reason_for_exception(exc)}
+    row["failure"] = None
+    return row
 
 
 def normalize_and_score_udf(cfg: Mapping):
     """pandas_udf: raw text -> struct(text normalized [C4-rewritten], signals, fails,
-    drop_reason, score). Null or empty-after-normalization text gives text = null."""
+    drop_reason, score, failure). Null or empty-after-normalization text gives text =
+    null; a row over the per-row deadline gives ``failure`` = ``timeout``."""
     norm_cfg, qcfg = dict(cfg["normalize"]), dict(cfg["quality"])
     names = signal_names(qcfg)
     schema = quality_schema(qcfg)
+    columns = [f.name for f in schema.fields]
 
     @F.pandas_udf(schema)
-    def normalize_and_score(texts: pd.Series) -> pd.DataFrame:
-        out_text, signals, fails, reasons, scores = [], [], [], [], []
-        for raw in texts:
-            text = normalize_text(raw, norm_cfg) if isinstance(raw, str) else None
-            if not text:
-                out_text.append(None)
-                signals.append({n: None for n in names})
-                fails.append([])
-                reasons.append(None)
-                scores.append(None)
-                continue
-            result = evaluate_quality(text, qcfg)
-            out_text.append(result.text)
-            signals.append(result.signals)
-            fails.append(result.fails)
-            reasons.append(result.drop_reason)
-            scores.append(result.score)
-        return pd.DataFrame({"text": out_text, "signals": signals, "fails": fails,
-                             "drop_reason": reasons, "score": scores})
+    def normalize_and_score_rows(texts: pd.Series) -> pd.DataFrame:
+        seconds = page_seconds()  # read on the executor: spark.executorEnv.PULPIE_PAGE_TIMEOUT_S
+        rows = [guarded_normalize_and_score(raw, norm_cfg, qcfg, seconds) for raw in texts]
+        for row in rows:
+            if row["signals"] is None:
+                row["signals"] = {n: None for n in names}
+        return pd.DataFrame(rows, columns=columns)
 
-    return normalize_and_score
+    return normalize_and_score_rows
 
 
 def signature_udf(near_cfg: Mapping, bands: int, rows: int):
