@@ -223,6 +223,17 @@ def test_packed_attention_equals_padded(random_dir, rigged_dir):
             got = packed.predict_proba(pages)
             for x, y in zip(got, want):
                 np.testing.assert_allclose(x, y, rtol=0, atol=1e-5)
+    # Called the ordinary way (padded rows + mask, no chunk boundaries) it is plain SDPA.
+    ids = torch.tensor([[0, 7, 8, 9, 4, 10, 11, 4, 1], [0, 7, 8, 4, 1, 2, 2, 2, 2]])
+    mask = (torch.arange(9)[None, :] < torch.tensor([[9], [5]])).long()
+    plain = load_hf_classifier(str(random_dir), device="cpu", packed=False).model
+    switched = load_hf_classifier(str(random_dir), device="cpu", packed=True).model
+    with torch.inference_mode():
+        want_masked = plain(input_ids=ids, attention_mask=mask).logits[1, :5]
+        torch.testing.assert_close(switched(input_ids=ids, attention_mask=mask).logits[1, :5], want_masked,
+                                   rtol=0, atol=1e-5)
+        assert not torch.allclose(plain(input_ids=ids).logits[1, :5], want_masked, atol=1e-4)   # the mask matters
+    assert load_hf_classifier(str(random_dir), device="cpu").packed   # the default where supported
     rigged = load_hf_classifier(str(rigged_dir), device="cpu", max_tokens=9, batch_tokens=30, packed=True)
     assert rigged.predict(pages) == [[_expected_label(b, 9) for b in blocks] for blocks in pages]
     # Rows hold several chunks and never exceed the budget unless one chunk alone does.

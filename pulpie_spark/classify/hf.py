@@ -4,9 +4,10 @@ Loading rules: weights only from safetensors (pickle ``.bin`` is refused: it can
 code), ``trust_remote_code`` off unless asked, ``<|sep|>`` added to the tokenizer
 when missing (embeddings resized, new row set deterministically), rotary ``inv_freq``
 buffers checked against a fresh computation and restored if loading lost them,
-bf16 + SDPA on CUDA and fp32 on CPU. On CUDA, models that route attention through
-transformers' attention interface run packed (unpadded chunks, varlen flash attention:
-:mod:`pulpie_spark.classify.packed`).
+bf16 on CUDA and fp32 on CPU. Models that route attention through transformers' attention
+interface (EuroBERT does) run packed: unpadded chunks, each attending only to itself (varlen
+flash attention on CUDA, one unmasked SDPA per chunk elsewhere:
+:mod:`pulpie_spark.classify.packed`); others run padded batches with SDPA and a mask.
 """
 
 from __future__ import annotations
@@ -185,7 +186,9 @@ def load_hf_classifier(name_or_path: str, device: str | None = None, *, model_id
                        deterministic: bool = True, packed: bool | None = None) -> HFBlockClassifier:
     """Load a token classifier from a local directory or a Hub id (offline-aware).
 
-    ``packed``: run unpadded packed attention (default: on CUDA, where the model supports it).
+    ``packed``: run unpadded packed attention (default: wherever the model supports it; on
+    CPU too, where masked SDPA over padded rows measured 1.5x slower than per-chunk SDPA on a
+    4-layer EuroBERT with 100-2,500-token chunks, probabilities equal to 2e-7).
     """
     import torch
     from transformers import AutoModelForTokenClassification, AutoTokenizer
@@ -240,9 +243,7 @@ def load_hf_classifier(name_or_path: str, device: str | None = None, *, model_id
     if fixed:
         log.warning("restored %d rotary buffer(s) that loading %s left wrong", fixed, name_or_path)
     model.to(device).eval()
-    if packed is None:
-        packed = on_cuda
-    packed = packed and enable_packed_attention(model)
+    packed = (packed is None or packed) and enable_packed_attention(model)
     return HFBlockClassifier(model, tokenizer, model_id=model_id or name_or_path, device=device,
                              max_tokens=max_tokens, batch_tokens=batch_tokens, packed=packed)
 

@@ -9,7 +9,8 @@ exactly the attention it would get alone, so labels do not depend on the batch i
 
 It plugs into transformers' attention interface under the name ``pulpie_packed``; the
 chunk boundaries travel to it as the standard ``cu_seq_lens_q`` / ``max_length_q``
-keyword arguments of the model's forward. Models that do not route attention through
+keyword arguments of the model's forward. Called without them (``model(input_ids,
+attention_mask=...)``), the model behaves exactly as with SDPA. Models that do not route attention through
 that interface (or take no ``position_ids``) stay on the padded path.
 """
 
@@ -31,8 +32,11 @@ def packed_attention(module, query, key, value, attention_mask, dropout: float =
                      scaling: float | None = None, **kwargs):
     """Attention over chunks packed in one row: ``query`` is (1, heads, tokens, dim)."""
     cu_seq_lens = kwargs.get("cu_seq_lens_q")
-    if cu_seq_lens is None:
-        raise ValueError("packed attention needs cu_seq_lens_q (chunk boundaries)")
+    if cu_seq_lens is None:   # an ordinary call (no chunk boundaries): plain SDPA, mask and all
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+        return ALL_ATTENTION_FUNCTIONS["sdpa"](module, query, key, value, attention_mask,
+                                              dropout=dropout, scaling=scaling, **kwargs)
     if key.shape[1] != query.shape[1]:   # grouped-query attention: one K/V head per group
         repeat = query.shape[1] // key.shape[1]
         key = key.repeat_interleave(repeat, dim=1)
@@ -95,21 +99,18 @@ def varlen_kernel_works(device, dtype) -> bool:
     return _VARLEN_CHECKED[key]
 
 
-def _no_mask(*args, **kwargs):
-    """Mask builder for the packed path: chunk boundaries replace the mask."""
-    return None
-
-
 def enable_packed_attention(model) -> bool:
     """Switch ``model`` to packed attention; False (model unchanged) where it cannot take it."""
     if not getattr(model, "_supports_attention_backend", False):
         return False
     try:
         from transformers import AttentionInterface
-        from transformers.masking_utils import AttentionMaskInterface
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
         AttentionInterface.register(PACKED_ATTENTION, packed_attention)
-        AttentionMaskInterface.register(PACKED_ATTENTION, _no_mask)
+        # SDPA's mask builder: packed calls pass no attention_mask (so it builds none), and
+        # an ordinary call with padding gets the mask plain SDPA would.
+        AttentionMaskInterface.register(PACKED_ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
         model.set_attn_implementation(PACKED_ATTENTION)
     except Exception as exc:   # an older transformers, or a model that refuses the name
         log.info("packed attention unavailable for %s: %s", type(model).__name__, exc)
