@@ -4,14 +4,16 @@ Padded batches waste the work of every pad token in every linear layer, and an a
 mask keeps SDPA off its flash kernel. Packed, each chunk keeps its own positions (rotary
 ``position_ids`` restart at 0 per chunk) and attends only within itself: on CUDA through
 PyTorch's variable-length flash attention (``torch.nn.attention.varlen``), elsewhere (or
-on a PyTorch without it) through one unmasked SDPA call per chunk. Both give each chunk
-exactly the attention it would get alone, so labels do not depend on the batch it landed in.
+on a PyTorch without it) through one unmasked SDPA call per chunk. Both give each chunk the
+attention it would get alone (per-chunk SDPA bit for bit whatever the batch; the varlen
+kernel up to the rounding of its split-KV choice, which depends on the batch's longest
+chunk: the same input still gives the same batches, so runs are deterministic).
 
 It plugs into transformers' attention interface under the name ``pulpie_packed``; the
 chunk boundaries travel to it as the standard ``cu_seq_lens_q`` / ``max_length_q``
 keyword arguments of the model's forward. Called without them (``model(input_ids,
-attention_mask=...)``), the model behaves exactly as with SDPA. Models that do not route attention through
-that interface (or take no ``position_ids``) stay on the padded path.
+attention_mask=...)``), the model behaves exactly as with SDPA. Models that do not route
+attention through that interface stay on the padded path.
 """
 
 from __future__ import annotations
