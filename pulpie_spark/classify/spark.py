@@ -30,6 +30,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from pulpie_spark.classify.inference import plan_batches
 from pulpie_spark.classify.registry import DEFAULT_MODEL, resolve_model_name
 
 log = logging.getLogger(__name__)
@@ -317,31 +318,15 @@ def _as_list(value) -> list:
     return [v if isinstance(v, str) else ("" if v is None else str(v)) for v in value]
 
 
-def padded_groups(lengths: Sequence[int], indices: Sequence[int],
-                  max_padded_blocks: int = MAX_PADDED_BLOCKS) -> list[list[int]]:
-    """``indices`` in groups for one classifier call each: ordered by length (then
-    index), each group's size x its longest page <= ``max_padded_blocks`` (a longer
-    page is a group of its own)."""
-    groups: list[list[int]] = []
-    current: list[int] = []
-    for i in sorted(indices, key=lambda i: (lengths[i], i)):
-        # ascending order: page i is the longest of the group it joins
-        if current and (len(current) + 1) * lengths[i] > max_padded_blocks:
-            groups.append(current)
-            current = []
-        current.append(i)
-    if current:
-        groups.append(current)
-    return groups
-
-
 def classify_frame(pdf, classifier, *, blocks_col: str, paths_col: str | None,
                    model_id: str, load_error: str | None = None,
                    max_padded_blocks: int = MAX_PADDED_BLOCKS):
     """Pure core of the stage: one pandas batch in, the four output columns added.
 
-    Pages are classified in ``padded_groups``; a group that fails is retried page by
-    page, and a page that still fails gets ``classify_error``."""
+    Pages are classified in groups of at most ``max_padded_blocks`` padded blocks
+    (``plan_batches`` over the pages' block counts, as chunks are batched under a token
+    budget); a group that fails is retried page by page, and a page that still fails
+    gets ``classify_error``."""
     n = len(pdf)
     pages = [_as_list(v) for v in pdf[blocks_col]] if n else []
     paths = [_as_list(v) for v in pdf[paths_col]] if (paths_col and n) else None
@@ -364,7 +349,8 @@ def classify_frame(pdf, classifier, *, blocks_col: str, paths_col: str | None,
             probs[i] = p
             labels[i] = (p >= 0.5).astype(np.int32)
 
-    for group in padded_groups([len(p) for p in pages], todo, max_padded_blocks):
+    for batch in plan_batches([len(pages[i]) for i in todo], max_padded_blocks):
+        group = [todo[j] for j in batch]
         try:
             run(group)
         except Exception as exc:
