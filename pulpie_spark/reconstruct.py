@@ -128,15 +128,11 @@ def _main_document(map_html: str, labels: Sequence[int]):
     # element would pair up); only the brs are visited, not the whole page. Whether a br
     # is kept depends only on its non-br neighbour, which this step never changes, so the
     # brs can be looked at in any order.
+    def is_kept_content(node) -> bool:
+        return node is not None and node.tag != "br" and (node.mem_id in whole or node.mem_id in ancestors)
+
     for br in doc.tags("br"):
-        neighbour = _previous_non_text(br)
-        if neighbour is not None and neighbour.tag != "br" and (
-                neighbour.mem_id in whole or neighbour.mem_id in ancestors):
-            whole.add(br.mem_id)
-            continue
-        neighbour = _next_non_text(br, root.mem_id)
-        if neighbour is not None and neighbour.tag != "br" and (
-                neighbour.mem_id in whole or neighbour.mem_id in ancestors):
+        if is_kept_content(_previous_non_text(br)) or is_kept_content(_next_non_text(br, root.mem_id)):
             whole.add(br.mem_id)
 
     # Remove what is not kept, walking down only through ancestor elements (no recursion).
