@@ -14,13 +14,20 @@ setup() {
     if [ ! -x "$VENV/bin/python" ]; then
         "$PY" -m venv "$VENV"
     fi
-    local stamp="$VENV/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)"
-    if [ -f "$stamp" ]; then return 0; fi
-    "$VENV/bin/python" -m pip install -q --upgrade pip
-    # The CPU wheel first: an open torch requirement would otherwise pull a CUDA build.
-    "$VENV/bin/python" -m pip install -q "torch==${TORCH_VERSION}"
-    "$VENV/bin/python" -m pip install -q -e ".[test]"
-    touch "$stamp"
+    local stamp="$VENV/.installed-$(cat pyproject.toml setup.py | sha256sum | cut -c1-16)"
+    if [ ! -f "$stamp" ]; then
+        "$VENV/bin/python" -m pip install -q --upgrade pip
+        # The CPU wheel first: an open torch requirement would otherwise pull a CUDA build.
+        "$VENV/bin/python" -m pip install -q "torch==${TORCH_VERSION}"
+        "$VENV/bin/python" -m pip install -q -e ".[test]"
+        touch "$stamp"
+    fi
+    # The editable install compiled the hot modules in place (setup.py); recompile those
+    # whose .py/.pxd changed since, so a stale extension never shadows edited source
+    # (about a second when nothing changed).
+    if [ -z "${PULPIE_PURE_PYTHON:-}" ] || [ "${PULPIE_PURE_PYTHON}" = 0 ]; then
+        "$VENV/bin/python" setup.py -q build_ext --inplace >/dev/null
+    fi
 }
 
 cmd=${1:-setup}
