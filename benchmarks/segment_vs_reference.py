@@ -12,20 +12,26 @@ Speed (CPU seconds, ``time.process_time``, so other load on the machine counts l
 ``simplify`` and pulpie 0.0.2's own ``simplify`` run on the same dev pages, one process each,
 one page at a time, concurrently in this run (both see the same machine load: ours repeats
 its pass over the pages, timed but not scored, until pulpie is done, and the ratio uses all
-of ours' passes; the load average is printed) (pulpie in its own venv,
+of ours' passes; the load average is printed). Ours is timed twice, as imported (the
+Cython-compiled extension module when it is built, see setup.py; the file is printed) and
+as pure Python (``pulpie_spark/simplify.py`` loaded from source under another name): the
+repeated passes alternate between the two (pulpie in its own venv,
 ``benchmarks/.venv-pulpie`` with ``pulpie==0.0.2 --no-deps``, ``selectolax<1.0``, ``lxml``,
 ``beautifulsoup4``, ``pyarrow``). Both get text decoded by ``pulpie_spark.decode``; decoding
 is timed on our side only (it is part of our ``simplify``).
 
 Robustness: it runs our simplify on *all* pages of all files and counts exceptions
 (``simplify`` catches everything, so the private ``_simplify`` is called) and pages with an
-``error`` value.
+``error`` value; when the imported module is compiled, it also runs the pure-Python module
+on every page and counts pages whose output (blocks, paths, map_html, simplified_html,
+error, encoding) is not identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import json
 import os
 import re
@@ -40,7 +46,24 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import pulpie_spark.simplify as imported_simplify  # noqa: E402
 from pulpie_spark.simplify import _simplify, block_text, simplify  # noqa: E402
+
+_OUTPUT_FIELDS = ("blocks", "paths", "map_html", "simplified_html", "error", "encoding")
+
+
+def load_pure_python():
+    """pulpie_spark/simplify.py as plain Python, whether or not the compiled module exists."""
+    name = "pulpie_spark_simplify_pure"
+    spec = importlib.util.spec_from_file_location(name, ROOT / "pulpie_spark" / "simplify.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # (dataclasses look their module up while the class is built)
+    spec.loader.exec_module(module)
+    return module
+
+
+def is_compiled(module) -> bool:
+    return not module.__file__.endswith(".py")
 
 _ITEM = re.compile(r'_item_id="\d+"')
 
@@ -186,25 +209,37 @@ def main() -> None:
           f"{sum(r[1] for r in every) / n:>11.3f}{sum(r[2] for r in every) / n:>11.3f}")
 
     # pulpie takes several times longer: ours keeps segmenting the same pages (timed, not
-    # scored) until pulpie is done, so the machine carries both for all of pulpie's run.
-    overlap_pages, overlap_seconds = len(dev), ours_seconds
-    if pulpie is not None:
-        while pulpie[0].poll() is None:
-            for page in dev:
-                t0 = time.process_time()
-                simplify(page["html"])
-                overlap_seconds += time.process_time() - t0
-                overlap_pages += 1
-                if pulpie[0].poll() is not None:
-                    break
+    # scored) until pulpie is done, so the machine carries both for all of pulpie's run. The
+    # passes alternate between the imported module and the pure-Python one; each of the two
+    # completes at least one pass.
+    pure = load_pure_python()
+    variants = {"imported": (simplify, [len(dev), ours_seconds]), "pure": (pure.simplify, [0, 0.0])}
+    order = ["pure", "imported"]
+    turn = 0
+    while (pulpie is not None and pulpie[0].poll() is None) or variants["pure"][1][0] < len(dev):
+        name = order[turn % 2]
+        turn += 1
+        run, totals = variants[name]
+        for page in dev:
+            t0 = time.process_time()
+            run(page["html"])
+            totals[1] += time.process_time() - t0
+            totals[0] += 1
+            if pulpie is not None and pulpie[0].poll() is not None and totals[0] >= len(dev):
+                break
 
-    ours_rate = len(dev) / ours_seconds
+    label = "compiled" if is_compiled(imported_simplify) else "pure Python (no compiled module)"
     print(f"\nSpeed, one process, same {len(dev)} dev pages:")
-    print(f"  pulpie-spark simplify: {ours_rate:8.1f} pages/s ({ours_seconds:.2f} s CPU, first pass)")
-    if overlap_pages > len(dev):
-        ours_rate = overlap_pages / overlap_seconds
-        print(f"  pulpie-spark simplify: {ours_rate:8.1f} pages/s ({overlap_seconds:.2f} s CPU, "
-              f"{overlap_pages} pages: passes repeated while pulpie ran; used for the ratio)")
+    print(f"  module imported: {imported_simplify.__file__} ({label})")
+    ours_rate = len(dev) / ours_seconds
+    print(f"  pulpie-spark simplify, {label}: {ours_rate:8.1f} pages/s ({ours_seconds:.2f} s CPU, first pass)")
+    rates = {}
+    for name, (_, (pages, seconds)) in variants.items():
+        rates[name] = pages / seconds
+        shown = label if name == "imported" else "pure Python"
+        print(f"  pulpie-spark simplify, {shown}: {rates[name]:8.1f} pages/s ({seconds:.2f} s CPU, "
+              f"{pages} pages, passes alternated while pulpie ran; used for the ratio)")
+    ours_rate = rates["imported"]
     recorded = [p["reference_seconds"] for p in dev if p["reference_seconds"] is not None]
     if recorded:
         rate = len(recorded) / sum(recorded)
@@ -218,7 +253,8 @@ def main() -> None:
             ref_rate = ref["pages"] / ref["seconds"]
             print(f"  pulpie 0.0.2 simplify: {ref_rate:8.1f} pages/s ({ref['seconds']:.2f} s CPU, "
                   f"{ref['failed']} exceptions)")
-            print(f"  ratio: {ours_rate / ref_rate:.1f}x")
+            print(f"  ratio: {label} {rates['imported'] / ref_rate:.1f}x, "
+                  f"pure Python {rates['pure'] / ref_rate:.1f}x")
 
     print("  load average (1, 5, 15 min) before: %.1f %.1f %.1f, after: %.1f %.1f %.1f, on %d cores"
           % (*load_before, *os.getloadavg(), os.cpu_count() or 0))
@@ -227,19 +263,31 @@ def main() -> None:
         everything = load_pages(args.data, None)
         exceptions = 0
         errors: dict[str, int] = {}
-        t0 = time.process_time()
+        compare = is_compiled(imported_simplify)
+        different = []
+        elapsed = 0.0
         for page in everything:
+            t0 = time.process_time()
             try:
                 result = _simplify(page["html"], None, 500)
             except Exception as exc:  # noqa: BLE001 - counted, that is the point
                 exceptions += 1
                 print("  exception:", page["page_id"], type(exc).__name__, exc, file=sys.stderr)
                 continue
+            finally:
+                elapsed += time.process_time() - t0
             if result.error:
                 errors[result.error] = errors.get(result.error, 0) + 1
-        elapsed = time.process_time() - t0
+            if compare:
+                reference = pure._simplify(page["html"], None, 500)
+                if any(getattr(result, f) != getattr(reference, f) for f in _OUTPUT_FIELDS):
+                    different.append(page["page_id"])
         print(f"\nAll pages: {len(everything)}, exceptions: {exceptions}, "
               f"error values: {errors or 0}, {len(everything) / elapsed:.1f} pages/s")
+        if compare:
+            print(f"  compiled vs pure Python output ({', '.join(_OUTPUT_FIELDS)}): "
+                  f"{len(everything) - len(different)} of {len(everything)} pages identical"
+                  + (f"; different: {different[:10]}" if different else ""))
 
     if args.worst:
         worst.sort(key=lambda w: w[0])

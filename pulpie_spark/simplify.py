@@ -7,10 +7,10 @@ the team's shared material lists the rules) with one lexbor parse and flat, iter
 passes:
 
 1. decode bytes (``pulpie_spark.decode``), parse with lexbor, serialize the fixed-up DOM
-   once (``doc.html``) and tokenize that well-formed string (one regex match per tag and
-   the text after it) into a light element tree in
-   lxml's text/tail model, which is the model the reference rules are written in (where a
-   removed element's tail goes, what counts as "direct text" of an element);
+   once (``doc.html``) and scan that well-formed string (``str.find`` from tag to tag)
+   into a light element tree in lxml's text/tail model, which is the model the reference
+   rules are written in (where a removed element's tail goes, what counts as "direct
+   text" of an element);
 2. classify tables and lists (walks that stop at the first decisive node), then compute
    "is a block" / "has block descendants" bottom-up in one pass over the elements;
 3. walk the tree with an explicit stack to cut it into paragraphs (block elements and
@@ -29,6 +29,11 @@ from the emptiness test; an inline run directly under ``<body>`` survives only a
 element; identical blocks are only de-duplicated for text-only runs of one parent; elements that
 HTML5 treats as void but libxml2 does not, such as ``<wbr>``, swallow their following
 siblings), the quirk is reproduced, because the models learned from that output.
+
+setup.py compiles this module with Cython where it can; ``simplify.pxd`` adds the C types.
+This file stays plain Python, the reference, and gives the same output run as is. Hot
+loops are written so that both run fast: builtin string methods instead of per-character
+Python loops, no bound-method aliases (Cython turns ``list.append`` into a C call).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from __future__ import annotations
 import gc
 import re
 from dataclasses import dataclass, field
+from operator import index, itemgetter
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -84,22 +90,23 @@ _HTML5_VOID = frozenset({
 # HTML5-void elements libxml2 treats as containers: they stay open until the parent closes.
 _SWALLOWING = _HTML5_VOID - _LIBXML_VOID
 
-# One match per markup token and the text after it: (token, raw-text tag name, text). The
-# token is a whole raw-text element (its tag name in group 2), a start or end tag, a
-# comment, doctype or processing instruction, a "<" that starts none of these (text), or
-# empty (text at the very start), so every character is in exactly one match. lexbor
-# escapes ">" in attribute values, so a tag ends at the first ">". A raw-text body is
-# matched as runs of [^<] (a lazy ".*?" tests the end tag at every character; scripts and
-# styles are about 45% of a page's characters), and tag names are cut in Python (a capture
-# group per tag costs more than the slicing).
-_TOKEN = re.compile(
-    r"(<(?:(script|style|xmp|iframe|noembed|noframes|plaintext)[^>]*>[^<]*(?:<(?!/\2>)[^<]*)*</\2"
-    r"|!--.*?--|![^>]*|\?[^>]*|/?[A-Za-z][^>]*)>|<|)([^<]*)",
-    re.S,
-)
-_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")  # a tag name's first
+# _build_tree scans lexbor's serialization token by token with str.find (no regex match
+# objects or per-token tuples): a token is a start or end tag, a whole raw-text element
+# (tag, body and end tag: its body may hold "<"), a comment, doctype or processing
+# instruction, and the text after it runs to the next "<". A "<" that starts none of
+# these is text. lexbor escapes ">" in attribute values, so a tag ends at the first ">",
+# and "<" in text, so every other "<" starts markup.
+_RAW_TEXT_TAGS = ("script", "style", "xmp", "iframe", "noembed", "noframes", "plaintext")
+# Token kinds (C integers in the compiled module, see simplify.pxd).
+_TOKEN_END = 0
+_TOKEN_START = 1
+_TOKEN_RAW = 2
+_TOKEN_OTHER = 3
+_TOKEN_TEXT = 4
+
 _WS = re.compile(r"\s+")
-_PRIVATE_MARKS = re.compile("[\ue000-\ue002]")
+_REPLACEMENT_UTF8 = "\ufffd".encode()
+_PRIVATE_MARKS_UTF8 = tuple(chr(c).encode() for c in range(0xE000, 0xE003))
 
 
 @dataclass
@@ -125,13 +132,13 @@ class _El:
         "list_content", "context", "_path", "_path_text",
     )
 
-    def __init__(self, tag, attrs, parent, name_end, open_end):
+    def __init__(self, tag, attrs, parent):
         self.tag = tag
         self.attrs = attrs
         self.parent = parent
         self.children = []
-        self.name_end = name_end
-        self.open_end = open_end
+        self.name_end = 0       # where the tag name ends in the page
+        self.open_end = 0       # where the start tag ends
         self.text = None
         self.tail = None
         self.close_start = 0
@@ -213,29 +220,88 @@ def _build_tree(s: str):
 
     Removed elements never enter the tree; tokens inside them are skipped.
     """
-    root = _El("#root", None, None, 0, 0)
+    root = _El("#root", None, None)
     stack = [root]
     contexts = {"table": [None], "list": [None], "dl": [None]}
     tables: list[_El] = []
     lists: list[_El] = []
     post_order: list[_El] = []
-    append_post = post_order.append
     # After a removed element: where its tail goes ("drop", "hidden" or None).
     tail_mode = None
     skip_tag = None  # inside a removed element: its tag and nesting depth
     skip_depth = 0
-    pos = 0
-    for token, raw_tag, text in _TOKEN.findall(s):
-        if token:
-            start = pos
-            pos += len(token)
-            second = token[1:2]
-            if second == "/" and token[2:3] in _ASCII_LETTERS:
+    n = len(s)
+    next_start = 0
+    while next_start < n:
+        # The token at [start, pos) and its text at [pos, text_end). Tokens start at "<";
+        # only the page's first text has no token before it (kind _TOKEN_TEXT, as for a
+        # lone "<").
+        start = pos = next_start
+        kind = _TOKEN_TEXT
+        if s[start] == "<" and start + 1 < n:
+            second = s[start + 1]
+            if second == "/":
+                third = s[start + 2] if start + 2 < n else " "
+                if ("a" <= third <= "z") or ("A" <= third <= "Z"):
+                    end = s.find(">", start + 3)
+                    if end >= 0:
+                        kind = _TOKEN_END
+                        pos = end + 1
+            elif second == "!":
+                end = s.find("-->", start + 4) if s.startswith("--", start + 2) else -1
+                if end >= 0:
+                    pos = end + 3
+                    kind = _TOKEN_OTHER
+                else:
+                    end = s.find(">", start + 2)
+                    if end >= 0:
+                        pos = end + 1
+                        kind = _TOKEN_OTHER
+            elif second == "?":
+                end = s.find(">", start + 2)
+                if end >= 0:
+                    pos = end + 1
+                    kind = _TOKEN_OTHER
+            elif ("a" <= second <= "z") or ("A" <= second <= "Z"):
+                if second in "sxinp":
+                    for raw_tag in _RAW_TEXT_TAGS:
+                        if s.startswith(raw_tag, start + 1):
+                            open_end = s.find(">", start + 1 + len(raw_tag))
+                            if open_end >= 0:
+                                end = s.find("</" + raw_tag + ">", open_end + 1)
+                                if end >= 0:
+                                    kind = _TOKEN_RAW
+                                    pos = end + 3 + len(raw_tag)
+                            break
+                if kind == _TOKEN_TEXT:
+                    end = s.find(">", start + 2)
+                    if end >= 0:
+                        kind = _TOKEN_START
+                        pos = end + 1
+        text_end = s.find("<", pos + 1 if pos == start else pos)
+        if text_end < 0:
+            text_end = n
+        next_start = text_end
+        if kind == _TOKEN_END:
+            el = stack[-1]
+            if (skip_tag is None and pos - start - 3 == len(el.tag)
+                    and s.startswith(el.tag, start + 2)):
+                # The usual case, lexbor's output being balanced: the end tag of the
+                # innermost open element (compared in place, no name cut out).
+                tail_mode = None
+                stack.pop()
+                el.close_start = start
+                el.close_end = pos
+                if el.tag in _CONTEXT_KIND:
+                    contexts[_CONTEXT_KIND[el.tag]].pop()
+                post_order.append(el)
+            else:
                 # end tag: close up to the matching open element
-                tag = token[2:-1]
+                tag = s[start + 2:pos - 1]
                 if " " in tag:
                     tag = tag[:tag.index(" ")]
-                tag = tag.lower()
+                if not tag.islower():  # (lexbor writes HTML names in lower case already)
+                    tag = tag.lower()
                 if skip_tag is not None:
                     if tag == skip_tag:
                         skip_depth -= 1
@@ -244,13 +310,13 @@ def _build_tree(s: str):
                 else:
                     tail_mode = None
                     el = stack[-1]
-                    if el.tag == tag:  # the usual case: lexbor's output is balanced
+                    if el.tag == tag:  # (written in another case: SVG's camelCase names)
                         stack.pop()
                         el.close_start = start
                         el.close_end = pos
                         if tag in _CONTEXT_KIND:
                             contexts[_CONTEXT_KIND[tag]].pop()
-                        append_post(el)
+                        post_order.append(el)
                     else:
                         depth = len(stack) - 1
                         while depth > 0 and stack[depth].tag != tag:
@@ -260,82 +326,77 @@ def _build_tree(s: str):
                                 el = stack.pop()
                                 el.close_start = start
                                 el.close_end = start
-                                kind = _CONTEXT_KIND.get(el.tag)
-                                if kind is not None:
-                                    contexts[kind].pop()
-                                append_post(el)
+                                context_kind = _CONTEXT_KIND.get(el.tag)
+                                if context_kind is not None:
+                                    contexts[context_kind].pop()
+                                post_order.append(el)
                             el.close_end = pos
-            elif second == "!" or second == "?":
-                # A comment, the doctype, or a processing instruction: lexbor writes the
-                # bogus comment "<?php ... ?>" back as "<?php ... ?>"; the reference drops it
-                # like a comment (its blocks never hold that text).
-                pass
-            elif raw_tag or second in _ASCII_LETTERS:
-                if raw_tag:
-                    tag = raw_tag
-                    open_end = token.index(">")
-                    attrs_s = token[1 + len(tag):open_end]
+        elif kind == _TOKEN_START or kind == _TOKEN_RAW:
+            if kind == _TOKEN_RAW:
+                tag = raw_tag
+                attrs_s = s[start + 1 + len(tag):open_end]
+            else:
+                space = s.find(" ", start + 1, pos)
+                if space < 0:
+                    tag = s[start + 1:pos - 1]
+                    attrs_s = ""
                 else:
-                    space = token.find(" ")
-                    if space < 0:
-                        tag = token[1:-1].lower()
-                        attrs_s = ""
-                    else:
-                        tag = token[1:space].lower()
-                        attrs_s = token[space:-1]
-                if skip_tag is not None:
-                    if tag == skip_tag and not raw_tag:
-                        skip_depth += 1
-                    pos += len(text)  # text inside a removed element is skipped too
+                    tag = s[start + 1:space]
+                    attrs_s = s[space:pos - 1]
+                if not tag.islower():
+                    tag = tag.lower()
+            if skip_tag is not None:
+                if tag == skip_tag and kind == _TOKEN_START:
+                    skip_depth += 1
+                continue  # text inside a removed element is skipped too
+            tail_mode = None
+            parent = stack[-1]
+            attrs = _Attrs(attrs_s) if len(attrs_s) > 2 else None
+            el = _El(tag, attrs, parent)
+            el.name_end = start + 1 + len(tag)
+            el.open_end = el.name_end + 1 + len(attrs_s)
+            if tag in REMOVED_TAGS:
+                tail_mode = "drop"
+            elif (
+                (attrs is not None and (" style=" in attrs_s or parent.tag == "body"))
+                or parent.tag == "details"
+            ) and _is_hidden(el, parent):
+                tail_mode = "hidden"
+            if tail_mode is not None:
+                if kind == _TOKEN_START and tag not in _HTML5_VOID:
+                    skip_tag = tag
+                    skip_depth = 1
                     continue
-                tail_mode = None
-                parent = stack[-1]
-                attrs = _Attrs(attrs_s) if len(attrs_s) > 2 else None
-                el = _El(tag, attrs, parent, start + 1 + len(tag), start + 2 + len(tag) + len(attrs_s))
-                if tag in REMOVED_TAGS:
-                    tail_mode = "drop"
-                elif (
-                    (attrs is not None and (" style=" in attrs_s or parent.tag == "body"))
-                    or parent.tag == "details"
-                ) and _is_hidden(el, parent):
-                    tail_mode = "hidden"
-                if tail_mode is not None:
-                    if not raw_tag and tag not in _HTML5_VOID:
-                        skip_tag = tag
-                        skip_depth = 1
-                        pos += len(text)
-                        continue
+            else:
+                parent.children.append(el)
+                context_kind = _CONTEXT_OF.get(tag)
+                if context_kind is not None:
+                    el.context = contexts[context_kind][-1]
+                    if (context_kind == "table" and el.context is not None and attrs is not None
+                            and "headers" in attrs):
+                        el.context.data_table = True  # rule 4 marker of its nearest table
+                elif tag in ("caption", "col", "colgroup") and contexts["table"][-1] is not None:
+                    contexts["table"][-1].data_table = True
+                if kind == _TOKEN_RAW:
+                    if pos - len(tag) - 3 > open_end + 1:
+                        el.text = s[open_end + 1:pos - len(tag) - 3]
+                    el.close_start = pos - len(tag) - 3
+                    el.close_end = pos
+                    post_order.append(el)
+                elif tag in _LIBXML_VOID or tag in ("image", "bgsound"):
+                    el.close_start = el.close_end = pos
+                    post_order.append(el)
                 else:
-                    parent.children.append(el)
-                    kind = _CONTEXT_OF.get(tag)
-                    if kind is not None:
-                        el.context = contexts[kind][-1]
-                        if (kind == "table" and el.context is not None and attrs is not None
-                                and "headers" in attrs):
-                            el.context.data_table = True  # rule 4 marker of its nearest table
-                    elif tag in ("caption", "col", "colgroup") and contexts["table"][-1] is not None:
-                        contexts["table"][-1].data_table = True
-                    if raw_tag:
-                        raw_text = token[open_end + 1:-3 - len(tag)]
-                        if raw_text:
-                            el.text = raw_text
-                        el.close_start = pos - len(tag) - 3
-                        el.close_end = pos
-                        append_post(el)
-                    elif tag in _LIBXML_VOID or tag in ("image", "bgsound"):
-                        el.close_start = el.close_end = pos
-                        append_post(el)
-                    else:
-                        stack.append(el)
-                        kind = _CONTEXT_KIND.get(tag)
-                        if kind is not None:
-                            contexts[kind].append(el)
-                            (tables if kind == "table" else lists).append(el)
-            else:  # "<" that starts no tag (a stray one, a processing instruction) is text
-                pos = start
-                text = token + text
-        if text:
-            pos += len(text)
+                    stack.append(el)
+                    context_kind = _CONTEXT_KIND.get(tag)
+                    if context_kind is not None:
+                        contexts[context_kind].append(el)
+                        (tables if context_kind == "table" else lists).append(el)
+        # (_TOKEN_OTHER: a comment, the doctype, or a processing instruction: lexbor writes
+        # the bogus comment "<?php ... ?>" back as "<?php ... ?>"; the reference drops it
+        # like a comment, its blocks never hold that text. _TOKEN_TEXT: the text starts at
+        # the "<".)
+        if text_end > pos:
             if skip_tag is not None:
                 continue
             if tail_mode is not None:
@@ -343,7 +404,7 @@ def _build_tree(s: str):
                     continue
                 # The reference appends a hidden element's tail to the previous sibling's
                 # tail, or (if it has none) to that sibling's *text*, or to the parent's text.
-                text = _unescape(text)
+                text = _unescape(s[pos:text_end])
                 cur = stack[-1]
                 if cur.children:
                     prev = cur.children[-1]
@@ -354,21 +415,22 @@ def _build_tree(s: str):
                 else:
                     cur.text = (cur.text or "") + text
                 continue
+            text = s[pos:text_end]
             if "&" in text:
                 text = _unescape(text)
             cur = stack[-1]
             if cur.children:
                 last = cur.children[-1]
                 last.tail = text if last.tail is None else last.tail + text
-                last.tail_end = pos
+                last.tail_end = text_end
             else:
                 cur.text = text if cur.text is None else cur.text + text
-                cur.text_end = pos
+                cur.text_end = text_end
     end = len(s)
     while len(stack) > 1:
         el = stack.pop()
         el.close_start = el.close_end = end
-        append_post(el)
+        post_order.append(el)
     return root, post_order, tables, lists
 
 
@@ -726,7 +788,18 @@ def _esc_text(text: str) -> str:
     """Escape text like libxml2's HTML serializer and collapse whitespace (the reference
     collapses whitespace outside tags of the joined output; text pieces are exactly what
     lies between tags, so doing it per piece gives the same string)."""
-    text = _WS.sub(" ", text)
+    # Every whitespace character but " " is unprintable: most pieces need no collapsing.
+    # str.split() splits at exactly the characters \s matches; ends keep one space.
+    if not text.isprintable() or "  " in text:
+        words = text.split()
+        if not words:
+            return " "
+        collapsed = " ".join(words)
+        if text[0].isspace():
+            collapsed = " " + collapsed
+        if text[-1].isspace():
+            collapsed += " "
+        text = collapsed
     if "&" in text:
         text = text.replace("&", "&amp;")
     if "<" in text:
@@ -867,23 +940,20 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
         if not text and tag in _END_TAGLESS:
             return "%s _item_id=\"%s\">" % (_open_tag(top), item_id)
     parts = [_open_tag(top), ' _item_id="', item_id, '">']
-    append = parts.append
     if text:
-        append(_esc_text(text))
+        parts.append(_esc_text(text))
     stack = ["</%s>" % tag]
-    push = stack.append
     no_calc = _NO_CALC_TEXT_TAGS
     for kid in reversed(kids):
-        push((kid, excluded or (kid is not None and kid.tag in no_calc)))
-    pop = stack.pop
+        stack.append((kid, excluded or (kid is not None and kid.tag in no_calc)))
     while stack:
-        entry = pop()
-        if entry.__class__ is str:
-            append(entry)
+        entry = stack.pop()
+        if isinstance(entry, str):
+            parts.append(entry)
             continue
         node, excluded = entry
         if node is None:  # a shortened list's <span>...</span>
-            append("<span>...</span>")
+            parts.append("<span>...</span>")
             if not excluded:
                 total += 3
             meaningful = True
@@ -906,30 +976,30 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
             if not meaningful and tag != "img" and not tail.isspace():
                 meaningful = True
         if node.attrs is None:
-            append("<%s>" % tag)
+            parts.append("<%s>" % tag)
         else:
             key = (tag, node.attrs.raw)
             start_tag = start_tags.get(key)
             if start_tag is None:
                 start_tag = start_tags[key] = _open_tag(node) + ">"
-            append(start_tag)
+            parts.append(start_tag)
         kids = node.children
         if not kids:
             if not text and tag in _END_TAGLESS:
                 if tail:
-                    append(" " if tail.isspace() else _esc_text(tail))
+                    parts.append(" " if tail.isspace() else _esc_text(tail))
                 continue
         elif tag in _LIST_TAGS:
             kids = _shortened(tag, kids)
         if text:
-            append(" " if text.isspace() else _esc_text(text))
+            parts.append(" " if text.isspace() else _esc_text(text))
         if tail:
             # Indentation between tags is the most common tail: no regex for it.
-            push("</%s> " % tag if tail.isspace() else "</%s>%s" % (tag, _esc_text(tail)))
+            stack.append("</%s> " % tag if tail.isspace() else "</%s>%s" % (tag, _esc_text(tail)))
         else:
-            push("</%s>" % tag)
+            stack.append("</%s>" % tag)
         for kid in reversed(kids):
-            push((kid, excluded or (kid is not None and kid.tag in no_calc)))
+            stack.append((kid, excluded or (kid is not None and kid.tag in no_calc)))
     if not meaningful:
         return None
     if total > cutoff_length:
@@ -982,7 +1052,9 @@ def _empty(encoding, error, map_html="") -> SimplifiedPage:
 
 def simplify(html: str | bytes | None, *, declared_charset: str | None = None,
              cutoff_length: int = CUTOFF_LENGTH) -> SimplifiedPage:
-    """Segment a page into Pulpie blocks. Never raises; failures give ``error``."""
+    """Segment a page into Pulpie blocks. Never raises on a page; failures give ``error``."""
+    # An int in both builds (the compiled one types it): a float is a caller's bug, not a page's.
+    cutoff_length = index(cutoff_length)
     # The tree is many small objects with parent links; letting the cyclic GC scan them
     # while they are built cost ~30% of the time. The cycles are broken before returning,
     # so reference counting frees the tree and nothing is left for the GC.
@@ -997,32 +1069,8 @@ def simplify(html: str | bytes | None, *, declared_charset: str | None = None,
             gc.enable()
 
 
-def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
-    if html is None:
-        return _empty(None, REASON_EMPTY)
-    if isinstance(html, (bytes, bytearray, memoryview)):
-        text, encoding = decode_html(bytes(html), declared_charset)
-    elif isinstance(html, str):
-        text, encoding = html, None
-    else:
-        return _empty(None, "not_html: %s" % type(html).__name__)
-    if not text or text.isspace():  # (isspace stops at the first visible character)
-        return _empty(encoding, REASON_EMPTY)
-    if "\x00" in text:
-        text = text.replace("\x00", "\ufffd")
-    # The map marks runs with private-use characters; a page's own are made harmless.
-    if "\ue000" in text or "\ue001" in text or "\ue002" in text:  # (str.find beats re here)
-        text = _PRIVATE_MARKS.sub("\ufffd", text)
-    if text.count("<") > MAX_NESTING and _nesting_depth(text) > MAX_NESTING:
-        # HTML5 tree building is quadratic in nesting depth (scope checks walk the stack
-        # of open elements): 20,000 levels take lexbor seconds, 100,000 minutes.
-        return _empty(encoding, "nesting_too_deep")
-    doc = LexborHTMLParser(text)
-    serialized = doc.html
-    if not serialized:
-        return _empty(encoding, "unparseable_html")
-
-    root, post_order, tables, lists = _build_tree(serialized)
+def _page_blocks(root: _El, post_order: list, tables: list, lists: list, cutoff_length: int):
+    """Rules 3-7 on the tree: (blocks, their paths, inserts for the map HTML)."""
     _classify(post_order, tables, lists)
     paragraphs = _paragraphs(root)
 
@@ -1037,7 +1085,7 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
         if kind == "block":
             text, kids, no_tail = el.text, el.children, None
         else:
-            kids = [i for i in items if i.__class__ is not str]
+            kids = [i for i in items if not isinstance(i, str)]
             if kids:
                 # Text before the first element is the copy's text; later strings are the
                 # elements' own (unstripped) tails, which the copy keeps.
@@ -1052,7 +1100,7 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
                     continue
                 seen_runs.add(key)
             last = items[-1]
-            no_tail = last if last.__class__ is not str and last.tag == "br" else None
+            no_tail = last if not isinstance(last, str) and last.tag == "br" else None
         if el.tag == "body":
             # What the reference's fragment parse makes of a copy of <body>: its one
             # child element when there is exactly one and no text around it, else nothing.
@@ -1089,11 +1137,53 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
             inserts.append((run_start, 2, "\ue000%s\ue001" % item_id))
             inserts.append((run_end, 0, "\ue002"))
 
-    for el in post_order:  # break parent/context cycles (see simplify)
-        el.parent = None
-        if el.context is not None:
-            el.context = None
-    root.children = []
+    return blocks, paths, inserts
+
+
+def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
+    if html is None:
+        return _empty(None, REASON_EMPTY)
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        text, encoding = decode_html(bytes(html), declared_charset)
+    elif isinstance(html, str):
+        text, encoding = html, None
+    else:
+        return _empty(None, "not_html: %s" % type(html).__name__)
+    if not text or text.isspace():  # (isspace stops at the first visible character)
+        return _empty(encoding, REASON_EMPTY)
+    # lexbor reads UTF-8. Encoding the page here, as selectolax does with text (lone
+    # surrogates dropped), lets the checks below scan bytes: one pass each, where a
+    # one-byte search is a memchr (a str of 2- or 4-byte characters has no such path).
+    data = text.encode("utf-8", "ignore")
+    if b"\x00" in data:
+        data = data.replace(b"\x00", _REPLACEMENT_UTF8)
+    # The map marks runs with private-use characters (U+E000-U+E002, UTF-8 EE 80 80-82);
+    # a page's own are made harmless. (The lead byte EE is rare: U+E000-U+EFFF only.)
+    if b"\xee" in data:
+        for mark in _PRIVATE_MARKS_UTF8:
+            data = data.replace(mark, _REPLACEMENT_UTF8)
+    # Each start tag that needs an end tag takes a "<" that starts no "</": the difference
+    # of the two counts bounds the depth, and spares most big pages the regex passes.
+    lt = data.count(b"<")
+    if lt > MAX_NESTING and lt - data.count(b"</") > MAX_NESTING and _nesting_depth(text) > MAX_NESTING:
+        # HTML5 tree building is quadratic in nesting depth (scope checks walk the stack
+        # of open elements): 20,000 levels take lexbor seconds, 100,000 minutes.
+        return _empty(encoding, "nesting_too_deep")
+    doc = LexborHTMLParser(data)
+    serialized = doc.html
+    if not serialized:
+        return _empty(encoding, "unparseable_html")
+
+    root, post_order, tables, lists = _build_tree(serialized)
+    try:
+        blocks, paths, inserts = _page_blocks(root, post_order, tables, lists, cutoff_length)
+    finally:
+        # Break the parent/context cycles (see simplify), also when a page fails.
+        for el in post_order:
+            el.parent = None
+            if el.context is not None:
+                el.context = None
+        root.children = []
     map_html = _splice(serialized, inserts)
     simplified = '<html><head><meta charset="utf-8"></head><body>' + "".join(blocks) + "</body></html>"
     return SimplifiedPage(
@@ -1128,10 +1218,13 @@ def _nesting_depth(text: str) -> int:
     return int(np.cumsum(steps).max())
 
 
+_OFFSET_AND_ORDER = itemgetter(0, 1)  # a stable sort: equal keys keep their order
+
+
 def _splice(serialized: str, inserts) -> str:
     if not inserts:
         return serialized
-    inserts.sort(key=lambda x: (x[0], x[1]))
+    inserts.sort(key=_OFFSET_AND_ORDER)
     parts = []
     last = 0
     for offset, order, text in inserts:

@@ -244,3 +244,10 @@ def test_same_input_same_output():
     a = simplify(EXAMPLE)
     b = simplify(EXAMPLE)
     assert (a.blocks, a.paths, a.map_html) == (b.blocks, b.paths, b.map_html)
+
+
+def test_cutoff_length_must_be_an_integer():
+    # The compiled build types it as a C integer; both builds take the same ints.
+    assert simplify("<p>" + "x " * 40 + "</p>", cutoff_length=10).blocks[0].endswith("...</p>")
+    with pytest.raises(TypeError):
+        simplify("<p>a</p>", cutoff_length=10.5)
