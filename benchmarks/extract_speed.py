@@ -10,11 +10,13 @@ the pages whose model output is empty. trafilatura (``extract(html, output_forma
 as jobs/evaluate.py runs it) extracts each page right after ours, in the same process,
 so both see the same machine load; the ratio is trafilatura's CPU time over ours.
 The load average is printed before and after: the development machine is shared.
+So is which of the hot modules run compiled (setup.py's Cython extensions) or as Python.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import time
@@ -23,6 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 STAGES = ("simplify", "features", "model", "render", "fallback")
+HOT_MODULES = ("pulpie_spark.simplify", "pulpie_spark.blockmodel.features", "pulpie_spark.reconstruct",
+               "pulpie_spark.markdown")
 
 
 def main() -> None:
@@ -51,6 +55,10 @@ def main() -> None:
     fallback_pages = 0
     clock = time.process_time
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    modules = {name: importlib.import_module(name) for name in HOT_MODULES}
+    print("compiled: " + (", ".join(name for name, m in modules.items() if not m.__file__.endswith(".py"))
+                          or "none") + "; pure Python: "
+          + (", ".join(name for name, m in modules.items() if m.__file__.endswith(".py")) or "none"))
     for html in table["html"]:
         start = clock()
         page = simplify(html)

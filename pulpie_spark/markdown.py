@@ -931,7 +931,10 @@ class _Renderer:
         for part in frame.parts:
             if type(part) is tuple and part[0] in ("dt", "dd"):
                 if stray:
-                    lines.extend(block[1] for block in self._blocks(stray, line_escape=True))
+                    # The blocks are made before the generator: Cython 3.3 emits C that does not
+                    # compile for a generator expression over a C method's result (markdown.pxd).
+                    blocks = self._blocks(stray, line_escape=True)
+                    lines.extend(block[1] for block in blocks)
                     stray = []
                 if part[0] == "dt":
                     lines.append(part[1])
@@ -944,7 +947,8 @@ class _Renderer:
             else:
                 stray.append(part)
         if stray:
-            lines.extend(block[1] for block in self._blocks(stray, line_escape=True))
+            blocks = self._blocks(stray, line_escape=True)
+            lines.extend(block[1] for block in blocks)
         if lines:
             out.append(("dl", "\n".join(lines)))
 

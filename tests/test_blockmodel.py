@@ -158,3 +158,27 @@ def test_conv_over_blocks_falls_back_for_convs_that_change_the_length():
     out = _conv_over_blocks(h, conv)
     assert out.shape == (1, 8, 6)
     assert torch.equal(out, conv(h.transpose(1, 2)).transpose(1, 2))
+
+
+def test_conv_kernel_matrix_is_reused_only_while_the_weights_are_unchanged():
+    from pulpie_spark.blockmodel.model import _conv_over_blocks
+
+    torch.manual_seed(3)
+    conv = torch.nn.Conv1d(8, 8, 5, dilation=2, padding=4)
+    h = torch.randn(1, 11, 8)
+    with torch.enable_grad():
+        fresh = _conv_over_blocks(h, conv).detach()       # no cache with gradients on
+    with torch.inference_mode():
+        first = _conv_over_blocks(h, conv)
+        assert torch.equal(first, fresh)                   # bit for bit: the same product
+        assert torch.equal(_conv_over_blocks(h, conv), first)
+    with torch.no_grad():
+        conv.weight.mul_(2.0)                              # in place, as an optimizer step
+    with torch.inference_mode():
+        doubled = _conv_over_blocks(h, conv)
+    with torch.enable_grad():
+        assert torch.equal(doubled, _conv_over_blocks(h, conv).detach())
+    assert not torch.equal(doubled, first)
+    conv.load_state_dict({"weight": torch.zeros_like(conv.weight), "bias": torch.zeros_like(conv.bias)})
+    with torch.inference_mode():
+        assert torch.count_nonzero(_conv_over_blocks(h, conv)) == 0

@@ -297,3 +297,56 @@ def test_features_identical_when_caches_are_warm_or_cleared(monkeypatch):
 @pytest.mark.parametrize("n_blocks", [1, 2, 3])
 def test_features_identical_on_tiny_pages(n_blocks):
     _assert_identical(EDGE_BLOCKS[:n_blocks], EDGE_PATHS[:n_blocks])
+
+
+def _long_text_blocks():
+    """Blocks whose text is longer than twice features._WORD_WINDOW, so that their edge
+    words come from the searched ends only, with words cut at the window edges, too few
+    words in a window (long runs: CJK, URLs), and lowercasing that changes the length."""
+    window = features._WORD_WINDOW
+    cut_word = "x" * (window - 7) + " cutacross" + " w" * 8 + " " + "y" * 2 * window + " tail1 tail2 tail3"
+    nine_words_exactly = " ".join(["ab"] * 9) + " " + "z" * (2 * window) + " e1 e2 e3 e4"
+    texts = [
+        cut_word,
+        nine_words_exactly,
+        " ".join(["ab"] * 8) + " " + "z" * (3 * window),                 # 8 words in the head window
+        "one two three four five six seven eight nine " + "q" * (3 * window) + " last",  # 1 word in the tail
+        "第一章概述" * window,                                             # one long word run
+        "http://example.com/" + "a/b-c_d." * window + " end of it",
+        ("İSTANBUL İyi ΟΔΟΣ ΣΟΦΟΚΛΕΟΥΣ. " * 20).strip(),                # lower() lengthens İ
+        "a" * (window - 1) + " " + " ".join(f"w{i}" for i in range(60)),
+        " ".join(f"word{i}" for i in range(200)),
+    ]
+    rng = np.random.RandomState(7)
+    alphabet = list("abcXYZ019_ ") + [" ", ".", ",", "-", "İ", "ß", "Σ", "\u0307", "中", "\u00a0", "\n"]
+    for length in (2 * window + 1, 2 * window + 40, 3 * window, 5 * window):
+        for _ in range(6):
+            texts.append("".join(rng.choice(alphabet, size=length)))
+    return [f'<p _item_id="{i + 1}">{t}</p>' for i, t in enumerate(texts)]
+
+
+def test_features_identical_on_long_texts():
+    blocks = _long_text_blocks()
+    paths = ["html > body > div.article > p"] * len(blocks)
+    _assert_identical(blocks, paths)
+    # edge words of the window path and of the whole text agree on each text
+    for text in block_texts(blocks):
+        lowered = text.lower()
+        words = features._WORD_RE.findall(lowered)
+        assert features._edge_words(lowered) == (words[:features.N_FIRST_WORDS], words[-features.N_LAST_WORDS:])
+
+
+def test_word_counts_match_the_lowercased_texts():
+    # I with a dot lowercases to i + a combining dot (not a word character): pages with it
+    # count words in the lowercased texts; other pages count them from the text's own flags.
+    assert not features._char_flags(ord("\u0130")) & features._F_LOWER_KEEPS_WORD
+    assert features._char_flags(ord("A")) & features._F_LOWER_KEEPS_WORD
+    pages = [block_texts(blocks) for _, blocks, _ in _fixture_pages()]
+    pages += [block_texts(EDGE_BLOCKS), block_texts(_long_text_blocks())]
+    pages += [[text] for text in block_texts(EDGE_BLOCKS + _long_text_blocks())]
+    for texts in pages:
+        lowered = [t.lower() for t in texts]
+        counts = features._char_counts(texts, lowered)
+        words = [features._WORD_RE.findall(t) for t in lowered]
+        assert counts["words"].tolist() == [len(w) for w in words]
+        assert counts["word_chars"].tolist() == [sum(map(len, w)) for w in words]

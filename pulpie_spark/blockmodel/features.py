@@ -11,9 +11,12 @@ model reads ~one position per block instead of ~one per HTML token:
   in the page, repetition of the same text elsewhere on the page, ...
 
 Computed per page, not per block: one HTML parse and one tree walk for all blocks,
-character statistics as numpy counts over the page's joined text, and the structural
-tokens (root tag, ancestor path, inner tags) hashed once per distinct value and cached,
-since sibling blocks and pages of one site repeat them. The values are bit-identical
+character and word counts as numpy counts over the page's joined text, the first and
+last words of a long text searched at its ends only, and the structural tokens (root
+tag, ancestor path, inner tags) hashed once per distinct value and cached, since sibling
+blocks and pages of one site repeat them. The hot loops are plain loops over lists and
+dicts: ``features.pxd`` types them for the Cython build (setup.py), which runs this same
+source about 1.3x faster. The values are bit-identical
 to the per-block formulation the shipped model was trained on (FEATURE_VERSION 1;
 tests/test_blockmodel_features.py keeps that formulation as the reference).
 
@@ -57,6 +60,8 @@ _SENTENCE_END_RE = re.compile(r"[.!?](?:\s|$)")
 _SPACE_RE = re.compile(r"\s")
 _TERMINAL = (".", "!", "?", "\u3002", '"', "\u201d", ")")
 _PIPES = ("|", "\u00b7", "\u2022")
+_FIRST_WORD_PREFIXES = ("w0:", "w1:") + ("w:",) * (N_FIRST_WORDS - 2)   # token of the k-th word
+_WORD_WINDOW = 128       # characters searched at each end of a long text for its edge words
 
 NUMERIC_NAMES = (
     "log_chars", "log_words", "link_char_share", "punct_per_word", "digit_share",
@@ -111,9 +116,13 @@ def _bucket(token: str, n_buckets: int) -> int:
     return value
 
 
-def _buckets(tokens: Sequence[str], n_buckets: int) -> tuple[int, ...]:
-    cached = _token_cache(n_buckets).get    # bucket ids are >= 1: None means not cached
-    return tuple([cached(t) or _bucket(t, n_buckets) for t in tokens])
+def _buckets(tokens: list[str], n_buckets: int) -> tuple[int, ...]:
+    cache = _token_cache(n_buckets)
+    out = []
+    for token in tokens:
+        value = cache.get(token)
+        out.append(value if value is not None else _bucket(token, n_buckets))
+    return tuple(out)
 
 
 def _words_of(value: str) -> list[str]:
@@ -190,10 +199,25 @@ def _ancestry_of(elements: Sequence[str]) -> tuple:
     pairs walking from the nearest element outwards, depth, any table tag, any list tag)
     of path elements (outermost first, stripped, non-empty)."""
     parsed = [_path_element(e) for e in elements]
-    tags = tuple(p[0] for p in reversed(parsed[-PATH_DEPTH:]))
-    words = tuple(dict.fromkeys(pair for p in reversed(parsed) for pair in p[1]))[:N_PATH_WORDS]
-    return (tags, words, len(parsed), any(p[0] in _TABLE_TAGS for p in parsed),
-            any(p[0] in _LIST_TAGS for p in parsed))
+    n = len(parsed)
+    tags = []
+    words: dict = {}            # insertion-ordered set of the pairs
+    in_table = in_list = False
+    for j in range(n - 1, -1, -1):
+        tag, pairs = parsed[j]
+        if j >= n - PATH_DEPTH:
+            tags.append(tag)
+        if len(words) < N_PATH_WORDS:
+            for pair in pairs:
+                if pair not in words:
+                    words[pair] = None
+                    if len(words) == N_PATH_WORDS:
+                        break
+        if tag in _TABLE_TAGS:
+            in_table = True
+        if tag in _LIST_TAGS:
+            in_list = True
+    return tuple(tags), tuple(words), n, in_table, in_list
 
 
 def _path_summary(path: str | None, root_tag: str, n_buckets: int) -> tuple[tuple[int, ...], int, bool, bool]:
@@ -201,7 +225,12 @@ def _path_summary(path: str | None, root_tag: str, n_buckets: int) -> tuple[tupl
     key = (path, root_tag, n_buckets)
     summary = _SUMMARY_CACHE.get(key)
     if summary is None:
-        elements = [e for e in (e.strip() for e in path.split(" > ")) if e] if path else []
+        elements = []
+        if path:
+            for element in path.split(" > "):
+                element = element.strip()
+                if element:
+                    elements.append(element)
         # The path ends with the block itself when the segmenter includes it; skip a
         # trailing element identical to the root tag so the ancestors are what we encode.
         # Only that element's tag is needed (its class/id words, often unique per block,
@@ -214,7 +243,7 @@ def _path_summary(path: str | None, root_tag: str, n_buckets: int) -> tuple[tupl
         if found is None:
             tags, words, depth, in_table, in_list = _ancestry_of(elements)
             tokens = [f"p{d}:{tag}" for d, tag in enumerate(tags, start=1)]
-            tokens += [f"{kind}:{w}" for kind, w in words]
+            tokens += [kind + ":" + w for kind, w in words]
             found = (_buckets(tokens, n_buckets), depth, in_table, in_list)
             _bounded(_ANCESTRY_IDS, _PAGE_CACHE_MAX)[ids_key] = found
         token_ids, depth, in_table, in_list = found
@@ -319,16 +348,20 @@ def _page_node_stats(nodes: list, one_document: bool):
 
 # Character classes of the numeric statistics, one bit each; a code point's bits come
 # from the same str methods and regexes the statistics are defined with.
-_F_DIGIT, _F_UPPER, _F_ALPHA, _F_PUNCT, _F_PIPE, _F_CAP, _F_SPACE, _F_SENTENCE = (1 << b for b in range(8))
+(_F_DIGIT, _F_UPPER, _F_ALPHA, _F_PUNCT, _F_PIPE, _F_CAP, _F_SPACE, _F_SENTENCE, _F_WORD,
+ _F_LOWER_KEEPS_WORD) = (1 << b for b in range(10))
 
 
 def _char_flags(cp: int) -> int:
     ch = chr(cp)
+    lower = ch.lower()
+    keeps_word = len(lower) == 1 and bool(_WORD_RE.match(lower)) == bool(_WORD_RE.match(ch))
     return ((_F_DIGIT if ch.isdigit() else 0) | (_F_UPPER if ch.isupper() else 0)
             | (_F_ALPHA if ch.isalpha() else 0) | (_F_PUNCT if _PUNCT_RE.match(ch) else 0)
             | (_F_PIPE if ch in _PIPES else 0) | (_F_CAP if _CAP_WORD_RE.match(" " + ch) else 0)
             | (_F_SPACE if _SPACE_RE.match(ch) else 0)
-            | (_F_SENTENCE if ch in ".!?" else 0))
+            | (_F_SENTENCE if ch in ".!?" else 0) | (_F_WORD if _WORD_RE.match(ch) else 0)
+            | (_F_LOWER_KEEPS_WORD if keeps_word else 0))
 
 
 _ASCII_FLAGS = np.array([_char_flags(cp) for cp in range(128)], dtype=np.uint16)
@@ -349,18 +382,63 @@ def _flags_of(code_points: np.ndarray) -> np.ndarray:
     return flags
 
 
-def _char_counts(texts: Sequence[str]) -> dict[str, np.ndarray]:
-    """Per text: digits, upper, letters, punctuation, pipes, capitalised words, sentence ends.
-
-    Counted over the code points of the joined texts; a capitalised word is a cap letter
-    at a text's start or after whitespace (``_CAP_WORD_RE``), a sentence end is one of
-    ``.!?`` at a text's end or before whitespace (``_SENTENCE_END_RE``).
-    """
+def _joined_code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(code points of the joined texts, each text's length, start and end in them)."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     ends = np.cumsum(lengths)
     starts = ends - lengths
-    joined = "".join(texts)
-    code_points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    code_points = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    return code_points, lengths, starts, ends
+
+
+def _word_counts(lowered: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per text: number of words and of word characters, where the words are the matches
+    of ``_WORD_RE`` (maximal runs of word characters: one starts at a word character that
+    begins its text or follows a non-word character)."""
+    code_points, lengths, starts, ends = _joined_code_points(lowered)
+    word = (_flags_of(code_points) & _F_WORD) != 0
+    run_start = word.copy()
+    run_start[1:] &= ~word[:-1]
+    text_starts = starts[lengths > 0]
+    run_start[text_starts] = word[text_starts]
+    cumulative = np.zeros((2, len(code_points) + 1), dtype=np.int64)   # column 0 stays 0
+    cumulative[0, 1:] = np.cumsum(run_start)
+    cumulative[1, 1:] = np.cumsum(word)
+    counts = cumulative[:, ends] - cumulative[:, starts]
+    return counts[0], counts[1]
+
+
+def _edge_words(lowered: str) -> tuple[list[str], list[str]]:
+    """The first N_FIRST_WORDS and the last N_LAST_WORDS ``_WORD_RE`` matches of a text.
+
+    A long text is only searched near its ends: the k-th match before a cut is the k-th
+    of the whole text when another match follows it before the cut (it ended there), and
+    the last matches after a cut are the text's last ones when another match precedes
+    them (only the first match after a cut can start inside a word).
+    """
+    size = len(lowered)
+    if size > 2 * _WORD_WINDOW:
+        head = _WORD_RE.findall(lowered, 0, _WORD_WINDOW)
+        if len(head) > N_FIRST_WORDS:
+            tail = _WORD_RE.findall(lowered, size - _WORD_WINDOW)
+            if len(tail) > N_LAST_WORDS:
+                return head[:N_FIRST_WORDS], tail[-N_LAST_WORDS:]
+    words = _WORD_RE.findall(lowered)
+    return words[:N_FIRST_WORDS], words[-N_LAST_WORDS:]
+
+
+def _char_counts(texts: Sequence[str], lowered: Sequence[str]) -> dict[str, np.ndarray]:
+    """Per text: digits, upper, letters, punctuation, pipes, capitalised words, sentence
+    ends, and the words and word characters of its lowercased form (``lowered``).
+
+    Counted over the code points of the joined texts; a capitalised word is a cap letter
+    at a text's start or after whitespace (``_CAP_WORD_RE``), a sentence end is one of
+    ``.!?`` at a text's end or before whitespace (``_SENTENCE_END_RE``). Lowercasing
+    keeps each character's place and word-ness unless the page has a character that it
+    expands or makes a non-word one (such as I with a dot: i + a combining dot); only
+    then are the words counted in the lowercased texts themselves.
+    """
+    code_points, lengths, starts, ends = _joined_code_points(texts)
     flags = _flags_of(code_points)
     total = len(code_points)
     nonempty = lengths > 0
@@ -374,7 +452,8 @@ def _char_counts(texts: Sequence[str]) -> dict[str, np.ndarray]:
     before_space = np.zeros(total, dtype=bool)
     before_space[:-1] = space[1:]
 
-    masks = np.zeros((7, total + 1), dtype=np.int32)    # column 0 stays 0: cumulative counts
+    keeps_words = bool(((flags & _F_LOWER_KEEPS_WORD) != 0).all())
+    masks = np.zeros((9 if keeps_words else 7, total + 1), dtype=np.int32)   # column 0 stays 0
     masks[0, 1:] = (flags & _F_DIGIT) != 0
     masks[1, 1:] = (flags & _F_UPPER) != 0
     masks[2, 1:] = (flags & _F_ALPHA) != 0
@@ -382,14 +461,52 @@ def _char_counts(texts: Sequence[str]) -> dict[str, np.ndarray]:
     masks[4, 1:] = (flags & _F_PIPE) != 0
     masks[5, 1:] = ((flags & _F_CAP) != 0) & (at_start | after_space)
     masks[6, 1:] = ((flags & _F_SENTENCE) != 0) & (at_end | (before_space & ~at_end))
+    if keeps_words:   # a word starts at a word character that starts its text or follows a non-word one
+        word = (flags & _F_WORD) != 0
+        after_word = np.zeros(total, dtype=bool)
+        after_word[1:] = word[:-1]
+        masks[7, 1:] = word & (at_start | ~after_word)
+        masks[8, 1:] = word
     cumulative = np.cumsum(masks, axis=1)
     counts = cumulative[:, ends] - cumulative[:, starts]
-    return dict(zip(("digits", "upper", "letters", "punct", "pipes", "cap_words", "sentences"), counts))
+    out = dict(zip(("digits", "upper", "letters", "punct", "pipes", "cap_words", "sentences"), counts))
+    out["words"], out["word_chars"] = (counts[7], counts[8]) if keeps_words else _word_counts(lowered)
+    return out
 
 
 def _share(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """numerator / denominator where denominator > 0, else 0.0 (float64, as Python divides)."""
     return np.where(denominator > 0, numerator / np.maximum(denominator, 1), 0.0)
+
+
+def _page_tokens(blocks: list[str], paths: list[str], texts: list[str], lowered: list[str],
+                 inner_tags: list[set[str]], n_buckets: int) -> tuple[list[int], list[int], list[int], list[tuple]]:
+    """(bucket ids of every block's tokens in a row, tokens per block, ancestor depth per
+    block, (is heading, in a table, in a list, ends like a sentence) per block)."""
+    token_ids: list[int] = []
+    n_tokens, depth, structure = [], [], []
+    token_cache = _token_cache(n_buckets)
+    n_paths = len(paths)
+    for i in range(len(blocks)):
+        block = blocks[i]
+        root_tag, root_ids = _root_summary(block or "", n_buckets)
+        path_ids, path_depth, in_table, in_list = _path_summary(paths[i] if i < n_paths else None,
+                                                                root_tag, n_buckets)
+        row = root_ids + path_ids + _inner_summary(frozenset(inner_tags[i]), root_tag, n_buckets)
+        token_ids += row
+        first, last = _edge_words(lowered[i])
+        for k in range(len(first)):
+            token = _FIRST_WORD_PREFIXES[k] + first[k]
+            value = token_cache.get(token)
+            token_ids.append(value if value is not None else _bucket(token, n_buckets))
+        for word in last:
+            token = "wl:" + word
+            value = token_cache.get(token)
+            token_ids.append(value if value is not None else _bucket(token, n_buckets))
+        n_tokens.append(len(row) + len(first) + len(last))
+        depth.append(path_depth)
+        structure.append((root_tag in _HEADINGS, in_table, in_list, texts[i].rstrip().endswith(_TERMINAL)))
+    return token_ids, n_tokens, depth, structure
 
 
 def page_features(blocks: Sequence[str], paths: Sequence[str] | None = None, *,
@@ -399,38 +516,20 @@ def page_features(blocks: Sequence[str], paths: Sequence[str] | None = None, *,
     ids = np.zeros((n, MAX_TOKENS), dtype=np.int32)
     if n == 0:
         return ids, np.zeros((n, N_NUMERIC), dtype=np.float32)
-    texts, link_chars, inner_tags, n_li, has_img = _page_node_stats(*_parse_page(blocks))
-
-    token_ids: list[int] = []
-    n_tokens, n_words, word_chars, depth, structure = [], [], [], [], []
-    cached_bucket = _token_cache(n_buckets).get    # bucket ids are >= 1: None means not cached
-    n_paths = len(paths) if paths is not None else 0
-    for i, block in enumerate(blocks):
-        root_tag, root_ids = _root_summary(block or "", n_buckets)
-        path_ids, path_depth, in_table, in_list = _path_summary(paths[i] if i < n_paths else None,
-                                                                root_tag, n_buckets)
-        text = texts[i]
-        words = _WORD_RE.findall(text.lower())
-        word_tokens = [f"w{k}:{w}" if k < 2 else f"w:{w}" for k, w in enumerate(words[:N_FIRST_WORDS])]
-        word_tokens += [f"wl:{w}" for w in words[-N_LAST_WORDS:]]
-        row = (root_ids + path_ids + _inner_summary(frozenset(inner_tags[i]), root_tag, n_buckets))
-        token_ids += row
-        token_ids += [cached_bucket(t) or _bucket(t, n_buckets) for t in word_tokens]
-        n_tokens.append(len(row) + len(word_tokens))
-        n_words.append(len(words))
-        word_chars.append(sum(map(len, words)))
-        depth.append(path_depth)
-        structure.append((root_tag in _HEADINGS, in_table, in_list, text.rstrip().endswith(_TERMINAL)))
+    nodes, one_document = _parse_page(blocks)
+    texts, link_chars, inner_tags, n_li, has_img = _page_node_stats(nodes, one_document)
+    lowered = [text.lower() for text in texts]     # words are matched in the lowercased text
+    token_ids, n_tokens, depth, structure = _page_tokens(
+        list(blocks), list(paths) if paths is not None else [], texts, lowered, inner_tags, n_buckets)
     ids[np.arange(MAX_TOKENS)[None, :] < np.asarray(n_tokens)[:, None]] = token_ids
-    n_words = np.asarray(n_words, dtype=np.int64)
-    word_chars = np.asarray(word_chars, dtype=np.int64)
     depth = np.asarray(depth, dtype=np.int64)
     flags = np.asarray(structure, dtype=bool)   # is_heading, in_table, in_list, ends_terminal
 
     # Numeric statistics in float64 with the operations (and their order) of the
     # per-block definition, then one cast to float32: bit-identical to it. Logarithms
     # go through math (libm), as numpy's vectorized log may differ in the last bit.
-    counts = _char_counts(texts)
+    counts = _char_counts(texts, lowered)
+    n_words, word_chars = counts["words"], counts["word_chars"]
     n_chars = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
     char_logs = np.array([math.log1p(c) for c in n_chars.tolist()], dtype=np.float64)
     word_logs = np.array([math.log1p(c) for c in n_words.tolist()], dtype=np.float64)

@@ -121,9 +121,27 @@ def _conv_over_blocks(h: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
         return conv(h.transpose(1, 2)).transpose(1, 2)   # not a length-preserving plain conv
     padded = F.pad(h, (0, 0, pad, pad))
     shifted = torch.cat([padded[:, j * d:j * d + t] for j in range(k)], dim=-1)
-    weight = conv.weight.permute(2, 1, 0).reshape(k * conv.in_channels, conv.out_channels)
-    out = shifted @ weight
+    out = shifted @ _kernel_matrix(conv)
     return out + conv.bias if conv.bias is not None else out
+
+
+def _kernel_matrix(conv: nn.Conv1d) -> torch.Tensor:
+    """The kernel of ``conv`` as the [K*C_in, C_out] matrix of ``_conv_over_blocks``.
+
+    The permuted copy costs more than half as much as the product itself, so without
+    gradients (inference) it is made once and kept on the module, keyed by the weight's
+    storage and version counter: moving the model or changing a weight in place (an
+    optimizer step, ``load_state_dict``) makes a new one.
+    """
+    weight = conv.weight
+    if torch.is_grad_enabled():
+        return weight.permute(2, 1, 0).reshape(-1, conv.out_channels)
+    key = (weight.data_ptr(), weight._version, weight.device, weight.dtype, weight.shape)
+    cached = conv.__dict__.get("_pulpie_kernel_matrix")
+    if cached is None or cached[0] != key:
+        cached = (key, weight.detach().permute(2, 1, 0).reshape(-1, conv.out_channels))
+        conv.__dict__["_pulpie_kernel_matrix"] = cached
+    return cached[1]
 
 
 def collate(features: Sequence[tuple[np.ndarray, np.ndarray]], labels: Sequence[np.ndarray] | None = None):
