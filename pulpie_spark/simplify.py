@@ -74,6 +74,8 @@ _INVISIBLE_STYLE = {
 }
 _NO_CALC_TEXT_TAGS = frozenset({"math", "table"})
 _WRAPPER_TAG = "cc-alg-uc-text"
+_WRAPPER_START = '<' + _WRAPPER_TAG + ' _item_id="%s">'
+_WRAPPER_END = "</" + _WRAPPER_TAG + ">"
 # The reference re-parses each paragraph as an HTML fragment; a copy of <html> never
 # survives that (and a copy of <body> only in the case _body_fragment handles).
 _UNWRAPPABLE = frozenset({"html", "#root"})
@@ -89,6 +91,21 @@ _HTML5_VOID = frozenset({
 })
 # HTML5-void elements libxml2 treats as containers: they stay open until the parent closes.
 _SWALLOWING = _HTML5_VOID - _LIBXML_VOID
+
+# The element names pages use most, each as one string object, and their start and end
+# tags made once: the tree builder swaps a name it cuts from the page for the shared one
+# (set and dict lookups then find it by identity), and block rendering does not format
+# two new strings per element.
+_COMMON_TAGS = INLINE_TAGS | TABLE_TAGS | REMOVED_TAGS | _HTML5_VOID | {
+    "html", "body", "div", "p", "ul", "ol", "li", "dl", "dt", "dd", "table", "h1", "h2",
+    "h3", "h4", "h5", "h6", "article", "section", "header", "footer", "main", "aside",
+    "form", "blockquote", "pre", "figure", "figcaption", "center", "address", "fieldset",
+    "legend", "select", "textarea", "details", "summary", "noscript", "picture", "path",
+    "g", "hgroup", "menu", "dialog", "video", "audio", "canvas", "tt",
+}
+_TAG_NAME = {tag: tag for tag in _COMMON_TAGS}
+_START_TAG = {tag: "<%s>" % tag for tag in _COMMON_TAGS}
+_END_TAG = {tag: "</%s>" % tag for tag in _COMMON_TAGS}
 
 # _build_tree scans lexbor's serialization token by token with str.find (no regex match
 # objects or per-token tuples): a token is a start or end tag, a whole raw-text element
@@ -106,6 +123,7 @@ _TOKEN_TEXT = 4
 
 _WS = re.compile(r"\s+")
 _REPLACEMENT_UTF8 = "\ufffd".encode()
+_UTF8_BOM = b"\xef\xbb\xbf"
 _PRIVATE_MARKS_UTF8 = tuple(chr(c).encode() for c in range(0xE000, 0xE003))
 
 
@@ -162,50 +180,43 @@ def _unescape(text: str) -> str:
             .replace("&quot;", '"').replace("&amp;", "&"))
 
 
-_ATTR_KEYS = {name: ' %s="' % name for name in ("class", "id", "src", "alt", "style", "role", "data-table")}
+# An element's attributes are kept as the text of its serialized start tag after the name
+# (``_El.attrs``) and read on demand: lexbor writes every attribute as `` name="value"``
+# with ``"`` escaped, so a plain substring search finds a name without parsing the rest.
+# These are the searched keys, `` name="``.
+_CLASS = ' class="'
+_ID = ' id="'
+_SRC = ' src="'
+_ALT = ' alt="'
+_STYLE = ' style="'
 
 
-class _Attrs:
-    """Attributes of one element, read from its serialized start tag on demand.
-
-    lexbor writes every attribute as `` name="value"`` with ``"`` escaped, so a plain
-    substring search finds a name without parsing the rest.
-    """
-
-    __slots__ = ("raw",)
-
-    def __init__(self, raw: str):
-        self.raw = raw
-
-    def get(self, name: str, default=None):
-        raw = self.raw
-        key = _ATTR_KEYS.get(name) or " %s=\"" % name
-        i = raw.find(key)
-        if i < 0:
-            return default
-        i += len(key)
-        j = raw.find('"', i)
-        value = raw[i:j] if j >= 0 else raw[i:]
-        return _unescape(value) if "&" in value else value
-
-    def __contains__(self, name: str) -> bool:
-        return (" %s=\"" % name) in self.raw
+def _attr_value(attrs: str, key: str, default=None):
+    """Value of the attribute whose `` name="`` is ``key`` in ``attrs``, unescaped."""
+    i = attrs.find(key)
+    if i < 0:
+        return default
+    i += len(key)
+    j = attrs.find('"', i)
+    value = attrs[i:j] if j >= 0 else attrs[i:]
+    return _unescape(value) if "&" in value else value
 
 
 def _is_hidden(el: _El, parent: _El) -> bool:
     """Rule 2's second sentence: removed, but the text after it stays."""
     attrs = el.attrs
     if attrs:
-        if parent.tag == "body" and (attrs.get("class") == "nav" or attrs.get("id") == "nav"):
+        if parent.tag == "body" and (_attr_value(attrs, _CLASS) == "nav"
+                                     or _attr_value(attrs, _ID) == "nav"):
             return True
-        style = attrs.get("style")
+        style = _attr_value(attrs, _STYLE)
         if style:
             for decl in style.split(";"):
                 key, sep, value = decl.partition(":")
                 if sep and _INVISIBLE_STYLE.get(key.strip()) == value.strip():
                     return True
     if parent.tag == "details" and el.tag != "summary":
-        return "open" not in (parent.attrs or ())
+        return parent.attrs is None or ' open="' not in parent.attrs
     return False
 
 
@@ -343,7 +354,10 @@ def _build_tree(s: str):
                 else:
                     tag = s[start + 1:space]
                     attrs_s = s[space:pos - 1]
-                if not tag.islower():
+                name = _TAG_NAME.get(tag)
+                if name is not None:
+                    tag = name
+                elif not tag.islower():
                     tag = tag.lower()
             if skip_tag is not None:
                 if tag == skip_tag and kind == _TOKEN_START:
@@ -351,7 +365,7 @@ def _build_tree(s: str):
                 continue  # text inside a removed element is skipped too
             tail_mode = None
             parent = stack[-1]
-            attrs = _Attrs(attrs_s) if len(attrs_s) > 2 else None
+            attrs = attrs_s if len(attrs_s) > 2 else None
             el = _El(tag, attrs, parent)
             el.name_end = start + 1 + len(tag)
             el.open_end = el.name_end + 1 + len(attrs_s)
@@ -373,7 +387,7 @@ def _build_tree(s: str):
                 if context_kind is not None:
                     el.context = contexts[context_kind][-1]
                     if (context_kind == "table" and el.context is not None and attrs is not None
-                            and "headers" in attrs):
+                            and ' headers="' in attrs):
                         el.context.data_table = True  # rule 4 marker of its nearest table
                 elif tag in ("caption", "col", "colgroup") and contexts["table"][-1] is not None:
                     contexts["table"][-1].data_table = True
@@ -444,7 +458,8 @@ def _is_data_table(table: _El) -> bool:
     if table.data_table:
         return True
     attrs = table.attrs
-    if attrs is not None and (attrs.get("role") == "table" or attrs.get("data-table")):
+    if attrs is not None and (_attr_value(attrs, ' role="') == "table"
+                              or _attr_value(attrs, ' data-table="')):
         return True
     stack = list(table.children)
     while stack:
@@ -587,25 +602,24 @@ def _frame(node: _El) -> list:
 _TAG, _ATTRS, _TEXT, _TAIL, _KIDS = range(5)
 
 
-def _clean_attrs(tag: str, attrs: _Attrs | None):
+def _clean_attrs(tag: str, attrs: str | None):
     """Rule 7: class and id (img: src unless a data:image URI, and alt), values stripped."""
     if attrs is None:
         return None
-    raw = attrs.raw
     out = []
     if tag == "img":
-        src = attrs.get("src", "").strip()
+        src = _attr_value(attrs, _SRC, "").strip()
         if src and not src.startswith("data:image/"):
             out.append(("src", src))
-        alt = attrs.get("alt", "").strip()
+        alt = _attr_value(attrs, _ALT, "").strip()
         if alt:
             out.append(("alt", alt))
-    elif ' class="' not in raw and ' id="' not in raw:
+    elif _CLASS not in attrs and _ID not in attrs:
         return None
-    cls = attrs.get("class", "").strip()
+    cls = _attr_value(attrs, _CLASS, "").strip()
     if cls:
         out.append(("class", cls))
-    ident = attrs.get("id", "").strip()
+    ident = _attr_value(attrs, _ID, "").strip()
     if ident:
         out.append(("id", ident))
     return out or None
@@ -902,11 +916,24 @@ def _open_tag(el: _El) -> str:
     return "<" + el.tag + "".join([_attr(name, value) for name, value in cleaned])
 
 
+def _start_tag(el: _El, start_tags: dict) -> str:
+    """``<tag ...>`` with the attributes rule 7 keeps; ``start_tags`` caches them by (tag,
+    attributes) for one page: menus, lists and grids repeat the same few."""
+    if el.attrs is None:
+        start_tag = _START_TAG.get(el.tag)
+        return start_tag if start_tag is not None else "<%s>" % el.tag
+    key = (el.tag, el.attrs)
+    start_tag = start_tags.get(key)
+    if start_tag is None:
+        start_tag = start_tags[key] = _open_tag(el) + ">"
+    return start_tag
+
+
 def _img_has_src(el: _El) -> bool:
     attrs = el.attrs
     if attrs is None:
         return False
-    src = attrs.get("src", "").strip()
+    src = _attr_value(attrs, _SRC, "").strip()
     return bool(src) and not src.startswith("data:image/")
 
 
@@ -934,30 +961,37 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
         if not excluded:
             total = len(text)
         meaningful = not text.isspace()
-    if not kids:
-        if not meaningful:  # an empty element, or whitespace only
-            return None
-        if not text and tag in _END_TAGLESS:
-            return "%s _item_id=\"%s\">" % (_open_tag(top), item_id)
-    parts = [_open_tag(top), ' _item_id="', item_id, '">']
+    if not kids and not meaningful:  # an empty element, or whitespace only
+        return None
+    open_tag = _start_tag(top, start_tags)[:-1]
+    if not kids and not text and tag in _END_TAGLESS:
+        return "%s _item_id=\"%s\">" % (open_tag, item_id)
+    parts = [open_tag, ' _item_id="', item_id, '">']
     if text:
         parts.append(_esc_text(text))
-    stack = ["</%s>" % tag]
+    end_tag = _END_TAG.get(tag)
+    # The stack holds end tags (with the tail after them) and elements; ``flags`` holds,
+    # for each element on the stack in the same order, whether its text is excluded from
+    # the length (no (element, flag) tuple per element).
+    stack = [end_tag if end_tag is not None else "</%s>" % tag]
+    flags = []
     no_calc = _NO_CALC_TEXT_TAGS
     for kid in reversed(kids):
-        stack.append((kid, excluded or (kid is not None and kid.tag in no_calc)))
+        stack.append(kid)
+        flags.append(excluded or (kid is not None and kid.tag in no_calc))
     while stack:
         entry = stack.pop()
         if isinstance(entry, str):
             parts.append(entry)
             continue
-        node, excluded = entry
-        if node is None:  # a shortened list's <span>...</span>
+        excluded = flags.pop()
+        if entry is None:  # a shortened list's <span>...</span>
             parts.append("<span>...</span>")
             if not excluded:
                 total += 3
             meaningful = True
             continue
+        node = entry
         tag = node.tag
         text = node.text
         tail = None if node is no_tail else node.tail
@@ -975,14 +1009,7 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
             total += len(tail)
             if not meaningful and tag != "img" and not tail.isspace():
                 meaningful = True
-        if node.attrs is None:
-            parts.append("<%s>" % tag)
-        else:
-            key = (tag, node.attrs.raw)
-            start_tag = start_tags.get(key)
-            if start_tag is None:
-                start_tag = start_tags[key] = _open_tag(node) + ">"
-            parts.append(start_tag)
+        parts.append(_start_tag(node, start_tags))
         kids = node.children
         if not kids:
             if not text and tag in _END_TAGLESS:
@@ -993,13 +1020,17 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
             kids = _shortened(tag, kids)
         if text:
             parts.append(" " if text.isspace() else _esc_text(text))
+        end_tag = _END_TAG.get(tag)
+        if end_tag is None:
+            end_tag = "</%s>" % tag
         if tail:
             # Indentation between tags is the most common tail: no regex for it.
-            stack.append("</%s> " % tag if tail.isspace() else "</%s>%s" % (tag, _esc_text(tail)))
+            stack.append(end_tag + " " if tail.isspace() else end_tag + _esc_text(tail))
         else:
-            stack.append("</%s>" % tag)
+            stack.append(end_tag)
         for kid in reversed(kids):
-            stack.append((kid, excluded or (kid is not None and kid.tag in no_calc)))
+            stack.append(kid)
+            flags.append(excluded or (kid is not None and kid.tag in no_calc))
     if not meaningful:
         return None
     if total > cutoff_length:
@@ -1015,12 +1046,12 @@ def _segment(el: _El) -> str:
     name = el.tag
     attrs = el.attrs
     if attrs:
-        cls = attrs.get("class")
+        cls = _attr_value(attrs, _CLASS)
         if cls:
             words = cls.split()[:_MAX_CLASS_WORDS]
             if words:
                 name += "." + ".".join([w[:_MAX_NAME_CHARS] for w in words])
-        ident = attrs.get("id")
+        ident = _attr_value(attrs, _ID)
         if ident and ident.strip():
             name += "#" + ident.split()[0][:_MAX_NAME_CHARS]
     return name
@@ -1076,7 +1107,7 @@ def _page_blocks(root: _El, post_order: list, tables: list, lists: list, cutoff_
 
     blocks: list[str] = []
     paths: list[str] = []
-    inserts: list[tuple[int, int, str]] = []  # (offset, order, text) spliced into the map
+    inserts: list[tuple[int, str]] = []  # (offset * 4 + order, text) spliced into the map
     seen_runs: set = set()
     start_tags: dict = {}
     for kind, el, items, run_start, run_end in paragraphs:
@@ -1127,15 +1158,17 @@ def _page_blocks(root: _El, post_order: list, tables: list, lists: list, cutoff_
             html = _serialize(copy, item_id)
         blocks.append(html)
         paths.append(_path_of(el))
+        # Insert keys are offset * 4 + order: at one offset a wrapper's end tag (0) comes
+        # before an _item_id attribute (1), which comes before a wrapper's start tag (2).
         if kind == "block" and el.tag in _SWALLOWING:
             # In the page these are void and what the block holds are their siblings.
-            inserts.append((el.name_end - len(el.tag) - 1, 2, "\ue000%s\ue001" % item_id))
-            inserts.append((el.close_start, 0, "\ue002"))
+            inserts.append(((el.name_end - len(el.tag) - 1) * 4 + 2, _WRAPPER_START % item_id))
+            inserts.append((el.close_start * 4, _WRAPPER_END))
         elif kind == "block":
-            inserts.append((el.name_end, 1, ' _item_id="%s"' % item_id))
+            inserts.append((el.name_end * 4 + 1, ' _item_id="%s"' % item_id))
         else:
-            inserts.append((run_start, 2, "\ue000%s\ue001" % item_id))
-            inserts.append((run_end, 0, "\ue002"))
+            inserts.append((run_start * 4 + 2, _WRAPPER_START % item_id))
+            inserts.append((run_end * 4, _WRAPPER_END))
 
     return blocks, paths, inserts
 
@@ -1144,7 +1177,8 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     if html is None:
         return _empty(None, REASON_EMPTY)
     if isinstance(html, (bytes, bytearray, memoryview)):
-        text, encoding = decode_html(bytes(html), declared_charset)
+        html = bytes(html)
+        text, encoding = decode_html(html, declared_charset)
     elif isinstance(html, str):
         text, encoding = html, None
     else:
@@ -1154,17 +1188,24 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     # lexbor reads UTF-8. Encoding the page here, as selectolax does with text (lone
     # surrogates dropped), lets the checks below scan bytes: one pass each, where a
     # one-byte search is a memchr (a str of 2- or 4-byte characters has no such path).
-    data = text.encode("utf-8", "ignore")
+    # A page that decoded as UTF-8 without a BOM or a replaced byte (either would put a
+    # U+FFFD in the text: a page's own U+FFFD only costs the encoding) already is the
+    # encoded text: those bytes are used as they are.
+    if encoding == "utf-8" and "\ufffd" not in text and not html.startswith(_UTF8_BOM):
+        data = html
+    else:
+        data = text.encode("utf-8", "ignore")
     if b"\x00" in data:
         data = data.replace(b"\x00", _REPLACEMENT_UTF8)
-    # The map marks runs with private-use characters (U+E000-U+E002, UTF-8 EE 80 80-82);
-    # a page's own are made harmless. (The lead byte EE is rare: U+E000-U+EFFF only.)
+    # A page's own private-use characters U+E000-U+E002 (UTF-8 EE 80 80-82) become U+FFFD,
+    # as when the map marked runs with them: the output stays what it was. (The lead byte
+    # EE is rare: U+E000-U+EFFF only.)
     if b"\xee" in data:
         for mark in _PRIVATE_MARKS_UTF8:
             data = data.replace(mark, _REPLACEMENT_UTF8)
     # Each start tag that needs an end tag takes a "<" that starts no "</": the difference
     # of the two counts bounds the depth, and spares most big pages the regex passes.
-    lt = data.count(b"<")
+    lt = _count_lt(data)
     if lt > MAX_NESTING and lt - data.count(b"</") > MAX_NESTING and _nesting_depth(text) > MAX_NESTING:
         # HTML5 tree building is quadratic in nesting depth (scope checks walk the stack
         # of open elements): 20,000 levels take lexbor seconds, 100,000 minutes.
@@ -1218,21 +1259,28 @@ def _nesting_depth(text: str) -> int:
     return int(np.cumsum(steps).max())
 
 
-_OFFSET_AND_ORDER = itemgetter(0, 1)  # a stable sort: equal keys keep their order
+def _count_lt(data: bytes) -> int:
+    """``data.count(b"<")``, vectorized: bytes.count checks for its limit at every match
+    and runs a byte at a time (1-2% of the time here on the dev pages)."""
+    import numpy as np
+
+    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 60))
+
+
+# A stable sort on int keys (list.sort compares those without the generic protocol):
+# inserts with the same offset and order keep the order they were made in.
+_INSERT_KEY = itemgetter(0)
 
 
 def _splice(serialized: str, inserts) -> str:
     if not inserts:
         return serialized
-    inserts.sort(key=_OFFSET_AND_ORDER)
+    inserts.sort(key=_INSERT_KEY)
     parts = []
     last = 0
-    for offset, order, text in inserts:
+    for key, text in inserts:
+        offset = key >> 2
         parts.append(serialized[last:offset])
-        if order == 2:
-            text = '<%s _item_id="%s">' % (_WRAPPER_TAG, text[1:-1])
-        elif order == 0:
-            text = "</%s>" % _WRAPPER_TAG
         parts.append(text)
         last = offset
     parts.append(serialized[last:])

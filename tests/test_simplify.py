@@ -190,6 +190,25 @@ def test_bytes_are_decoded_with_their_charset():
     assert block_text(page.blocks[0]) == "Москва"
 
 
+@pytest.mark.parametrize("raw", [
+    "<p>plain UTF-8: café</p>".encode(),
+    b"\xef\xbb\xbf<p>after a BOM</p>",                  # decoding drops the BOM
+    "<p>a stray byte: caf\xe9 ".encode("cp1252") + "and valid é, ü, ö, ä</p>".encode(),
+    "<p>the page's own \ufffd and \ue000\ue001 marks</p>".encode(),
+    b"<p>a NUL\x00 inside</p>",
+])
+def test_utf8_bytes_give_what_their_decoded_text_gives(raw):
+    # Valid UTF-8 bytes go to the parser as they are; everything else is re-encoded.
+    from pulpie_spark.decode import decode_html
+
+    text, encoding = decode_html(raw)
+    assert encoding == "utf-8"
+    from_bytes, from_text = simplify(raw), simplify(text)
+    assert from_bytes.blocks and from_bytes.encoding == "utf-8"
+    assert (from_bytes.blocks, from_bytes.paths, from_bytes.map_html, from_bytes.error) == (
+        from_text.blocks, from_text.paths, from_text.map_html, from_text.error)
+
+
 @pytest.mark.parametrize("bad", [None, "", b"", "   ", b"\x00\x01\x02\xff" * 1000, 12345, "<html></html>"])
 def test_bad_input_gives_empty_result_with_reason(bad):
     page = simplify(bad)
