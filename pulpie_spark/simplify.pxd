@@ -15,6 +15,11 @@ cdef class _El:
     cdef public tuple _path
     cdef public str _path_text
 
+cdef list _NO_CHILDREN
+
+@cython.locals(el=_El)
+cpdef _El _new_el(str tag, str attrs, _El parent)
+
 cdef Py_ssize_t _TOKEN_END, _TOKEN_START, _TOKEN_RAW, _TOKEN_OTHER, _TOKEN_TEXT
 # Private lookup tables as typed module globals: direct dict/set calls, no name lookups.
 cdef str _CLASS, _ID, _SRC, _ALT, _STYLE
@@ -44,15 +49,24 @@ cpdef tuple _build_tree(str s)
 @cython.locals(attrs=str, stack=list, node=_El)
 cpdef bint _is_data_table(_El table)
 
+@cython.locals(children=list, allowed=tuple, c=_El, node=_El, stack=list, tag=str)
+cpdef bint _is_content_list(_El lst)
+
 @cython.locals(el=_El, tag=str, table=_El, lst=_El, blk=bint)
 cpdef _classify(list post_order, list tables, list lists)
 
-@cython.locals(node=_El, child=_El, frame=list, idx=Py_ssize_t, children=list, items=list, stack=list,
-               out=list, tail=str, is_br=bint)
+@cython.locals(node=_El, child=_El, frame=_Frame, idx=Py_ssize_t, children=list, items=list, stack=list,
+               out=list, tail=str, stripped=str, is_br=bint)
 cpdef list _paragraphs(_El root)
 
-@cython.locals(text=str)
-cpdef list _frame(_El node)
+@cython.final
+cdef class _Frame:
+    cdef public _El node
+    cdef public Py_ssize_t next_child, run_start, run_end
+    cdef public list items
+
+@cython.locals(text=str, stripped=str, frame=_Frame)
+cpdef _Frame _frame(_El node)
 
 @cython.locals(out=list, src=str, alt=str, cls=str, ident=str)
 cpdef object _clean_attrs(str tag, str attrs)
@@ -68,7 +82,7 @@ cpdef list _shortened(str tag, list kids)
 @cython.locals(cleaned=list)
 cpdef str _open_tag(_El el)
 
-@cython.locals(key=tuple, start_tag=str)
+@cython.locals(by_attrs=dict, start_tag=str)
 cpdef str _start_tag(_El el, dict start_tags)
 
 @cython.locals(attrs=str, src=str)

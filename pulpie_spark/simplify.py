@@ -142,7 +142,8 @@ class SimplifiedPage:
 
 
 class _El:
-    """One element in lxml's model: ``text`` before the first child, ``tail`` after it."""
+    """One element in lxml's model: ``text`` before the first child, ``tail`` after it.
+    Made by ``_new_el``."""
 
     __slots__ = (
         "tag", "attrs", "parent", "children", "name_end", "open_end", "text", "tail",
@@ -150,26 +151,38 @@ class _El:
         "list_content", "context", "_path", "_path_text",
     )
 
-    def __init__(self, tag, attrs, parent):
-        self.tag = tag
-        self.attrs = attrs
-        self.parent = parent
-        self.children = []
-        self.name_end = 0       # where the tag name ends in the page
-        self.open_end = 0       # where the start tag ends
-        self.text = None
-        self.tail = None
-        self.close_start = 0
-        self.close_end = 0
-        self.text_end = 0       # where the last piece of direct text ends in the page
-        self.tail_end = 0       # where the last piece of tail text ends in the page
-        self.hbd = False        # has block descendants
-        self.block = False
-        self.data_table = False
-        self.list_content = False
-        self.context = None     # nearest table (td/th), ul/ol (li) or dl (dt/dd) ancestor
-        self._path = None       # segments of the path, innermost last
-        self._path_text = None
+
+# The children of every element without any, one shared list: about half the elements of a
+# page are leaves, and _build_tree (the only place that adds children) gives an element its
+# own list with its first child. Nothing else changes a children list.
+_NO_CHILDREN = []
+
+
+def _new_el(tag, attrs, parent):
+    """A new ``_El``. Not ``_El.__init__``: a compiled class's ``__init__`` is called with an
+    argument tuple and parses it, while ``__new__`` here is a direct call in the compiled
+    build, and field writes are C stores."""
+    el = _El.__new__(_El)
+    el.tag = tag
+    el.attrs = attrs
+    el.parent = parent
+    el.children = _NO_CHILDREN
+    el.name_end = 0       # where the tag name ends in the page
+    el.open_end = 0       # where the start tag ends
+    el.text = None
+    el.tail = None
+    el.close_start = 0
+    el.close_end = 0
+    el.text_end = 0       # where the last piece of direct text ends in the page
+    el.tail_end = 0       # where the last piece of tail text ends in the page
+    el.hbd = False        # has block descendants
+    el.block = False
+    el.data_table = False
+    el.list_content = False
+    el.context = None     # nearest table (td/th), ul/ol (li) or dl (dt/dd) ancestor
+    el._path = None       # segments of the path, innermost last
+    el._path_text = None
+    return el
 
 
 def _unescape(text: str) -> str:
@@ -231,7 +244,7 @@ def _build_tree(s: str):
 
     Removed elements never enter the tree; tokens inside them are skipped.
     """
-    root = _El("#root", None, None)
+    root = _new_el("#root", None, None)
     stack = [root]
     contexts = {"table": [None], "list": [None], "dl": [None]}
     tables: list[_El] = []
@@ -276,7 +289,9 @@ def _build_tree(s: str):
             elif ("a" <= second <= "z") or ("A" <= second <= "Z"):
                 if second in "sxinp":
                     for raw_tag in _RAW_TEXT_TAGS:
-                        if s.startswith(raw_tag, start + 1):
+                        # (the first letter first: "<span", "<p" and "<img" need no
+                        # startswith calls, which box their int argument when compiled)
+                        if raw_tag[0] == second and s.startswith(raw_tag, start + 1):
                             open_end = s.find(">", start + 1 + len(raw_tag))
                             if open_end >= 0:
                                 end = s.find("</" + raw_tag + ">", open_end + 1)
@@ -366,7 +381,7 @@ def _build_tree(s: str):
             tail_mode = None
             parent = stack[-1]
             attrs = attrs_s if len(attrs_s) > 2 else None
-            el = _El(tag, attrs, parent)
+            el = _new_el(tag, attrs, parent)
             el.name_end = start + 1 + len(tag)
             el.open_end = el.name_end + 1 + len(attrs_s)
             if tag in REMOVED_TAGS:
@@ -382,7 +397,10 @@ def _build_tree(s: str):
                     skip_depth = 1
                     continue
             else:
-                parent.children.append(el)
+                if parent.children:
+                    parent.children.append(el)
+                else:  # the first child: the parent's own list instead of _NO_CHILDREN
+                    parent.children = [el]
                 context_kind = _CONTEXT_OF.get(tag)
                 if context_kind is not None:
                     el.context = contexts[context_kind][-1]
@@ -474,20 +492,24 @@ def _is_data_table(table: _El) -> bool:
 def _is_content_list(lst: _El) -> bool:
     """Rule 5. The reference classifies lists outermost first, so while an item is examined
     any li/dt/dd below it (in a list not classified yet) counts as a block."""
+    # Plain loops, no generator expressions (those cannot be typed, and cost a generator
+    # object each when compiled).
     children = lst.children
-    items = [c for c in children if c.tag in ("li", "dt", "dd")]
-    if not items:
+    if not children:
         return False
+    # Every child an item of this kind of list (li, or dt/dd in a dl), no text around them.
     allowed = ("dt", "dd") if lst.tag == "dl" else ("li",)
-    if len(items) != len(children) or any(c.tag not in allowed for c in children):
-        return False
+    for c in children:
+        if c.tag not in allowed:
+            return False
     if lst.text and lst.text.strip():
         return False
-    if any(c.tail and c.tail.strip() for c in children):
-        return False
+    for c in children:
+        if c.tail and c.tail.strip():
+            return False
     stack = []
-    for item in items:
-        stack.extend(item.children)
+    for c in children:
+        stack.extend(c.children)
     while stack:
         node = stack.pop()
         tag = node.tag
@@ -548,32 +570,32 @@ def _paragraphs(root: _El):
     the serialized page, for the map).
     """
     out = []
-    # frame: [node, next child index, items, run start offset, run end offset]
     stack = [_frame(root)]
     while stack:
         frame = stack[-1]
-        node, idx, items = frame[0], frame[1], frame[2]
+        node, idx, items = frame.node, frame.next_child, frame.items
         children = node.children
         if idx >= len(children):
             if items:
-                out.append(("run", node, items, frame[3], frame[4]))
+                out.append(("run", node, items, frame.run_start, frame.run_end))
             stack.pop()
             continue
         child = children[idx]
-        frame[1] = idx + 1
+        frame.next_child = idx + 1
         tail = child.tail
+        stripped = tail.strip() if tail else None
         if child.block or child.hbd:
             is_br = child.tag == "br"
             if is_br:
                 items.append(child)
-                frame[4] = child.close_end
+                frame.run_end = child.close_end
             if items:
-                out.append(("run", node, items, frame[3], frame[4]))
-                items = frame[2] = []
-            frame[3] = child.close_end
-            if tail and tail.strip():
-                items.append(tail.strip())
-                frame[4] = child.tail_end
+                out.append(("run", node, items, frame.run_start, frame.run_end))
+                items = frame.items = []
+            frame.run_start = child.close_end
+            if stripped:
+                items.append(stripped)
+                frame.run_end = child.tail_end
             if not is_br:
                 if child.data_table or not child.hbd:
                     out.append(("block", child, None, 0, 0))
@@ -581,19 +603,36 @@ def _paragraphs(root: _El):
                     stack.append(_frame(child))
         else:
             items.append(child)
-            if tail and tail.strip():
-                items.append(tail.strip())
-                frame[4] = child.tail_end
+            if stripped:
+                items.append(stripped)
+                frame.run_end = child.tail_end
             else:
-                frame[4] = child.close_end
+                frame.run_end = child.close_end
     return out
 
 
-def _frame(node: _El) -> list:
+class _Frame:
+    """_paragraphs' place in one element: the next child, the run being collected and the
+    run's start and end offsets in the serialized page (C integers in the compiled build:
+    no int object per child)."""
+
+    __slots__ = ("items", "next_child", "node", "run_end", "run_start")
+
+
+def _frame(node: _El) -> _Frame:
+    frame = _Frame.__new__(_Frame)
+    frame.node = node
+    frame.next_child = 0
     text = node.text
-    if text and text.strip():
-        return [node, 0, [text.strip()], node.open_end, node.text_end]
-    return [node, 0, [], node.open_end, node.open_end]
+    stripped = text.strip() if text else None
+    if stripped:
+        frame.items = [stripped]
+        frame.run_start = node.open_end
+        frame.run_end = node.text_end
+    else:
+        frame.items = []
+        frame.run_start = frame.run_end = node.open_end
+    return frame
 
 
 # ---------------------------------------------------------------------------------------
@@ -917,15 +956,18 @@ def _open_tag(el: _El) -> str:
 
 
 def _start_tag(el: _El, start_tags: dict) -> str:
-    """``<tag ...>`` with the attributes rule 7 keeps; ``start_tags`` caches them by (tag,
-    attributes) for one page: menus, lists and grids repeat the same few."""
+    """``<tag ...>`` with the attributes rule 7 keeps; ``start_tags`` caches them by tag, then
+    attributes, for one page: menus, lists and grids repeat the same few (two dict lookups
+    by strings whose hashes are cached, no key tuple per element)."""
     if el.attrs is None:
         start_tag = _START_TAG.get(el.tag)
         return start_tag if start_tag is not None else "<%s>" % el.tag
-    key = (el.tag, el.attrs)
-    start_tag = start_tags.get(key)
+    by_attrs = start_tags.get(el.tag)
+    if by_attrs is None:
+        by_attrs = start_tags[el.tag] = {}
+    start_tag = by_attrs.get(el.attrs)
     if start_tag is None:
-        start_tag = start_tags[key] = _open_tag(el) + ">"
+        start_tag = by_attrs[el.attrs] = _open_tag(el) + ">"
     return start_tag
 
 
@@ -1024,10 +1066,10 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
         if end_tag is None:
             end_tag = "</%s>" % tag
         if tail:
-            # Indentation between tags is the most common tail: no regex for it.
-            stack.append(end_tag + " " if tail.isspace() else end_tag + _esc_text(tail))
-        else:
-            stack.append(end_tag)
+            # Indentation between tags is the most common tail: no regex for it. The tail
+            # goes on the stack under the end tag (popped after it), not concatenated to it.
+            stack.append(" " if tail.isspace() else _esc_text(tail))
+        stack.append(end_tag)
         for kid in reversed(kids):
             stack.append(kid)
             flags.append(excluded or (kid is not None and kid.tag in no_calc))
@@ -1206,7 +1248,7 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     # Each start tag that needs an end tag takes a "<" that starts no "</": the difference
     # of the two counts bounds the depth, and spares most big pages the regex passes.
     lt = _count_lt(data)
-    if lt > MAX_NESTING and lt - data.count(b"</") > MAX_NESTING and _nesting_depth(text) > MAX_NESTING:
+    if lt > MAX_NESTING and lt - _count_end_tag_starts(data) > MAX_NESTING and _nesting_depth(text) > MAX_NESTING:
         # HTML5 tree building is quadratic in nesting depth (scope checks walk the stack
         # of open elements): 20,000 levels take lexbor seconds, 100,000 minutes.
         return _empty(encoding, "nesting_too_deep")
@@ -1224,7 +1266,7 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
             el.parent = None
             if el.context is not None:
                 el.context = None
-        root.children = []
+        root.children = _NO_CHILDREN
     map_html = _splice(serialized, inserts)
     simplified = '<html><head><meta charset="utf-8"></head><body>' + "".join(blocks) + "</body></html>"
     return SimplifiedPage(
@@ -1265,6 +1307,15 @@ def _count_lt(data: bytes) -> int:
     import numpy as np
 
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 60))
+
+
+def _count_end_tag_starts(data: bytes) -> int:
+    """``data.count(b"</")``, vectorized (bytes.count runs a byte at a time for a two-byte
+    pattern; "<" is not "/", so the matches cannot overlap)."""
+    import numpy as np
+
+    codes = np.frombuffer(data, dtype=np.uint8)
+    return int(np.count_nonzero((codes[:-1] == 60) & (codes[1:] == 47)))
 
 
 # A stable sort on int keys (list.sort compares those without the generic protocol):
