@@ -102,20 +102,25 @@ def _fixture_pages() -> list[tuple[str, bytes | str, str | None]]:
     return pages
 
 
+def _without_large(pages):
+    """The pages but the multi-100-KB adversarial ones (they only repeat structure here)."""
+    return [page for page in pages if len(page[1]) <= 300_000]
+
+
 @pytest.fixture(scope="module")
 def fixture_pages():
     return _fixture_pages()
 
 
-def _needs_extension(name: str):
+def _compiled_and_pure(name: str):
+    """(the module as imported, i.e. the extension; its source as pure Python)."""
     if _extension(name) is None:
         pytest.skip(f"{name} is not compiled here")
+    return importlib.import_module(name), _pure(name)
 
 
 def test_simplify_compiled_equals_pure(fixture_pages):
-    _needs_extension("pulpie_spark.simplify")
-    compiled = importlib.import_module("pulpie_spark.simplify")
-    pure = _pure("pulpie_spark.simplify")
+    compiled, pure = _compiled_and_pure("pulpie_spark.simplify")
     for case, html, charset in fixture_pages:
         got = compiled.simplify(html, declared_charset=charset)
         want = pure.simplify(html, declared_charset=charset)
@@ -129,11 +134,9 @@ def test_simplify_compiled_equals_pure(fixture_pages):
 
 
 def test_features_compiled_equal_pure(fixture_pages):
-    _needs_extension("pulpie_spark.blockmodel.features")
     from pulpie_spark.simplify import simplify
 
-    compiled = importlib.import_module("pulpie_spark.blockmodel.features")
-    pure = _pure("pulpie_spark.blockmodel.features")
+    compiled, pure = _compiled_and_pure("pulpie_spark.blockmodel.features")
     checked = 0
     for case, html, charset in fixture_pages:
         page = simplify(html, declared_charset=charset)
@@ -149,15 +152,11 @@ def test_features_compiled_equal_pure(fixture_pages):
 
 
 def test_reconstruct_compiled_equals_pure(fixture_pages):
-    _needs_extension("pulpie_spark.reconstruct")
     from pulpie_spark.simplify import simplify
 
-    compiled = importlib.import_module("pulpie_spark.reconstruct")
-    pure = _pure("pulpie_spark.reconstruct")
+    compiled, pure = _compiled_and_pure("pulpie_spark.reconstruct")
     checked = 0
-    for case, html, charset in fixture_pages:
-        if len(html) > 300_000:  # the large adversarial pages only repeat structure here
-            continue
+    for case, html, charset in _without_large(fixture_pages):
         page = simplify(html, declared_charset=charset)
         if not page.blocks:
             continue
@@ -171,13 +170,9 @@ def test_reconstruct_compiled_equals_pure(fixture_pages):
 
 
 def test_markdown_compiled_equals_pure(fixture_pages):
-    _needs_extension("pulpie_spark.markdown")
-    compiled = importlib.import_module("pulpie_spark.markdown")
-    pure = _pure("pulpie_spark.markdown")
+    compiled, pure = _compiled_and_pure("pulpie_spark.markdown")
     checked = 0
-    for case, html, charset in fixture_pages:
-        if len(html) > 300_000:
-            continue
+    for case, html, charset in _without_large(fixture_pages):
         text = decode_html(html, charset)[0] if isinstance(html, bytes) else html
         for options in ({}, {"links": True, "images": True}):
             assert compiled.html_to_markdown(text, **options) == pure.html_to_markdown(text, **options), case
