@@ -35,8 +35,8 @@ def extensions():
     return cythonize(
         modules,
         language_level=3,
-        # The .py stays the reference: no annotation-driven typing beyond the .pxd, and
-        # Python semantics for division and integer overflow.
+        # The .py stays the reference: its annotations are not C types, only the .pxd's
+        # are (offsets typed there are C integers; division keeps Python's semantics).
         compiler_directives={"annotation_typing": False},
         quiet=True,
     )
