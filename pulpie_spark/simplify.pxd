@@ -73,7 +73,7 @@ cpdef object _clean_attrs(str tag, str attrs)
 
 @cython.locals(words=list, collapsed=str)
 cpdef str _esc_text(str text)
-cpdef str _esc_attr(str value)
+cpdef str _esc_markup(str value)
 cpdef str _attr(str name, str value)
 
 @cython.locals(dts=list)

@@ -853,13 +853,7 @@ def _esc_text(text: str) -> str:
         if text[-1].isspace():
             collapsed += " "
         text = collapsed
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    return text
+    return _esc_markup(text)
 
 
 _URI_UNSAFE = re.compile(r"[\x00-\x20\x7f-\U0010ffff]")
@@ -871,7 +865,9 @@ def _esc_uri(value: str) -> str:
     )
 
 
-def _esc_attr(value: str) -> str:
+def _esc_markup(value: str) -> str:
+    """``&``, ``<`` and ``>`` as libxml2 escapes them, in text and in attribute values
+    alike (quotes in attribute values: ``_attr``)."""
     if "&" in value:
         value = value.replace("&", "&amp;")
     if "<" in value:
@@ -884,7 +880,7 @@ def _esc_attr(value: str) -> str:
 def _attr(name: str, value: str) -> str:
     if name == "src":
         value = _esc_uri(value)
-    value = _esc_attr(value)
+    value = _esc_markup(value)
     if '"' in value:
         if "'" in value:
             return ' %s="%s"' % (name, value.replace('"', "&quot;"))
