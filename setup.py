@@ -37,7 +37,9 @@ def extensions():
         language_level=3,
         # The .py stays the reference: its annotations are not C types, only the .pxd's
         # are (offsets typed there are C integers; division keeps Python's semantics).
-        compiler_directives={"annotation_typing": False},
+        # ``if cython.compiled:`` branches leave the pure-Python code after them unreachable
+        # in the extension, on purpose.
+        compiler_directives={"annotation_typing": False, "warn.unreachable": False},
         quiet=True,
     )
 

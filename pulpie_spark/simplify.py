@@ -48,6 +48,15 @@ from selectolax.lexbor import LexborHTMLParser
 from pulpie_spark.decode import decode_html
 from pulpie_spark.guards import REASON_EMPTY
 
+try:
+    import cython
+except ImportError:  # plain Python without Cython installed: the pure branches run
+
+    class _PurePython:
+        compiled = False
+
+    cython = _PurePython()
+
 __all__ = ["SimplifiedPage", "simplify", "block_text", "CUTOFF_LENGTH", "MAX_PATH_DEPTH"]
 
 CUTOFF_LENGTH = 500
@@ -77,7 +86,7 @@ _WRAPPER_TAG = "cc-alg-uc-text"
 _WRAPPER_START = '<' + _WRAPPER_TAG + ' _item_id="%s">'
 _WRAPPER_END = "</" + _WRAPPER_TAG + ">"
 # The reference re-parses each paragraph as an HTML fragment; a copy of <html> never
-# survives that (and a copy of <body> only in the case _body_fragment handles).
+# survives that (and a copy of <body> only in the case _page_blocks handles).
 _UNWRAPPABLE = frozenset({"html", "#root"})
 
 # libxml2 (the reference's parser) knows these as empty; lexbor's HTML5 list is longer.
@@ -94,8 +103,8 @@ _SWALLOWING = _HTML5_VOID - _LIBXML_VOID
 
 # The element names pages use most, each as one string object, and their start and end
 # tags made once: the tree builder swaps a name it cuts from the page for the shared one
-# (set and dict lookups then find it by identity), and block rendering does not format
-# two new strings per element.
+# (_TAG_INFO; set and dict lookups then find it by identity), and block rendering does not
+# format two new strings per element.
 _COMMON_TAGS = INLINE_TAGS | TABLE_TAGS | REMOVED_TAGS | _HTML5_VOID | {
     "html", "body", "div", "p", "ul", "ol", "li", "dl", "dt", "dd", "table", "h1", "h2",
     "h3", "h4", "h5", "h6", "article", "section", "header", "footer", "main", "aside",
@@ -103,7 +112,6 @@ _COMMON_TAGS = INLINE_TAGS | TABLE_TAGS | REMOVED_TAGS | _HTML5_VOID | {
     "legend", "select", "textarea", "details", "summary", "noscript", "picture", "path",
     "g", "hgroup", "menu", "dialog", "video", "audio", "canvas", "tt",
 }
-_TAG_NAME = {tag: tag for tag in _COMMON_TAGS}
 _START_TAG = {tag: "<%s>" % tag for tag in _COMMON_TAGS}
 _END_TAG = {tag: "</%s>" % tag for tag in _COMMON_TAGS}
 
@@ -148,7 +156,7 @@ class _El:
     __slots__ = (
         "tag", "attrs", "parent", "children", "name_end", "open_end", "text", "tail",
         "close_start", "close_end", "text_end", "tail_end", "hbd", "block", "data_table",
-        "list_content", "context", "_path", "_path_text",
+        "list_content", "context", "_path_text", "_path_depth",
     )
 
 
@@ -180,8 +188,8 @@ def _new_el(tag, attrs, parent):
     el.data_table = False
     el.list_content = False
     el.context = None     # nearest table (td/th), ul/ol (li) or dl (dt/dd) ancestor
-    el._path = None       # segments of the path, innermost last
-    el._path_text = None
+    el._path_text = None  # see _path_of
+    el._path_depth = 0
     return el
 
 
@@ -204,13 +212,37 @@ _ALT = ' alt="'
 _STYLE = ' style="'
 
 
+# The tokenizer's string searches. Compiled, Cython turns each int argument of str.find and
+# str.startswith into a Python int and back; these call the C functions (cimported in
+# simplify.pxd, names the plain-Python branch never reaches) with C integers.
+def _find_char(s: str, ch: str, start: int, end: int) -> int:
+    """``s.find(ch, start, end)`` for one character."""
+    if cython.compiled:
+        return PyUnicode_FindChar(s, ch, start, end, 1)
+    return s.find(ch, start, end)
+
+
+def _find(s: str, sub: str, start: int) -> int:
+    """``s.find(sub, start)``."""
+    if cython.compiled:
+        return PyUnicode_Find(s, sub, start, len(s), 1)
+    return s.find(sub, start)
+
+
+def _starts_with(s: str, prefix: str, start: int) -> bool:
+    """``s.startswith(prefix, start)``."""
+    if cython.compiled:
+        return PyUnicode_Tailmatch(s, prefix, start, len(s), -1) == 1
+    return s.startswith(prefix, start)
+
+
 def _attr_value(attrs: str, key: str, default=None):
     """Value of the attribute whose `` name="`` is ``key`` in ``attrs``, unescaped."""
-    i = attrs.find(key)
+    i = _find(attrs, key, 0)
     if i < 0:
         return default
     i += len(key)
-    j = attrs.find('"', i)
+    j = _find_char(attrs, '"', i, len(attrs))
     value = attrs[i:j] if j >= 0 else attrs[i:]
     return _unescape(value) if "&" in value else value
 
@@ -233,8 +265,30 @@ def _is_hidden(el: _El, parent: _El) -> bool:
     return False
 
 
-_CONTEXT_OF = {"td": "table", "th": "table", "li": "list", "dt": "dl", "dd": "dl"}
-_CONTEXT_KIND = {"table": "table", "ul": "list", "ol": "list", "dl": "dl"}
+# Contexts: the nearest open table, ul/ol or dl (indexes into _build_tree's stacks).
+_IN_TABLE, _IN_LIST, _IN_DL = 0, 1, 2
+_CONTEXT_OF = {"td": _IN_TABLE, "th": _IN_TABLE, "li": _IN_LIST, "dt": _IN_DL, "dd": _IN_DL}
+_CONTEXT_KIND = {"table": _IN_TABLE, "ul": _IN_LIST, "ol": _IN_LIST, "dl": _IN_DL}
+
+# What the tree builder needs to know of a start tag's name, in one dict lookup: the
+# shared name string, flags, the context it looks up (-1: none) and the one it opens.
+# Names not in it are none of these.
+_REMOVED = 1      # REMOVED_TAGS: dropped with their subtree and tail
+_VOID = 2         # HTML5-void: a removed one has no subtree to skip
+_LEAF = 4         # libxml2-void, "image", "bgsound": never a parent in the tree
+_TABLE_PART = 8   # caption, col, colgroup: their table is a data table (rule 4)
+_TAG_INFO = {
+    tag: (
+        tag,
+        (_REMOVED if tag in REMOVED_TAGS else 0) | (_VOID if tag in _HTML5_VOID else 0)
+        | (_LEAF if tag in _LIBXML_VOID or tag in ("image", "bgsound") else 0)
+        | (_TABLE_PART if tag in ("caption", "col", "colgroup") else 0),
+        _CONTEXT_OF.get(tag, -1),
+        _CONTEXT_KIND.get(tag, -1),
+    )
+    for tag in _COMMON_TAGS | set(_CONTEXT_OF) | set(_CONTEXT_KIND)
+}
+_NO_INFO = (None, 0, -1, -1)
 
 
 def _build_tree(s: str):
@@ -246,7 +300,7 @@ def _build_tree(s: str):
     """
     root = _new_el("#root", None, None)
     stack = [root]
-    contexts = {"table": [None], "list": [None], "dl": [None]}
+    contexts = [[None], [None], [None]]  # open tables, ul/ol and dl (_IN_TABLE, ...)
     tables: list[_El] = []
     lists: list[_El] = []
     post_order: list[_El] = []
@@ -267,22 +321,22 @@ def _build_tree(s: str):
             if second == "/":
                 third = s[start + 2] if start + 2 < n else " "
                 if ("a" <= third <= "z") or ("A" <= third <= "Z"):
-                    end = s.find(">", start + 3)
+                    end = _find_char(s, ">", start + 3, n)
                     if end >= 0:
                         kind = _TOKEN_END
                         pos = end + 1
             elif second == "!":
-                end = s.find("-->", start + 4) if s.startswith("--", start + 2) else -1
+                end = _find(s, "-->", start + 4) if _starts_with(s, "--", start + 2) else -1
                 if end >= 0:
                     pos = end + 3
                     kind = _TOKEN_OTHER
                 else:
-                    end = s.find(">", start + 2)
+                    end = _find_char(s, ">", start + 2, n)
                     if end >= 0:
                         pos = end + 1
                         kind = _TOKEN_OTHER
             elif second == "?":
-                end = s.find(">", start + 2)
+                end = _find_char(s, ">", start + 2, n)
                 if end >= 0:
                     pos = end + 1
                     kind = _TOKEN_OTHER
@@ -290,36 +344,37 @@ def _build_tree(s: str):
                 if second in "sxinp":
                     for raw_tag in _RAW_TEXT_TAGS:
                         # (the first letter first: "<span", "<p" and "<img" need no
-                        # startswith calls, which box their int argument when compiled)
-                        if raw_tag[0] == second and s.startswith(raw_tag, start + 1):
-                            open_end = s.find(">", start + 1 + len(raw_tag))
+                        # prefix comparisons)
+                        if raw_tag[0] == second and _starts_with(s, raw_tag, start + 1):
+                            open_end = _find_char(s, ">", start + 1 + len(raw_tag), n)
                             if open_end >= 0:
-                                end = s.find("</" + raw_tag + ">", open_end + 1)
+                                end = _find(s, "</" + raw_tag + ">", open_end + 1)
                                 if end >= 0:
                                     kind = _TOKEN_RAW
                                     pos = end + 3 + len(raw_tag)
                             break
                 if kind == _TOKEN_TEXT:
-                    end = s.find(">", start + 2)
+                    end = _find_char(s, ">", start + 2, n)
                     if end >= 0:
                         kind = _TOKEN_START
                         pos = end + 1
-        text_end = s.find("<", pos + 1 if pos == start else pos)
+        text_end = _find_char(s, "<", pos + 1 if pos == start else pos, n)
         if text_end < 0:
             text_end = n
         next_start = text_end
         if kind == _TOKEN_END:
             el = stack[-1]
             if (skip_tag is None and pos - start - 3 == len(el.tag)
-                    and s.startswith(el.tag, start + 2)):
+                    and _starts_with(s, el.tag, start + 2)):
                 # The usual case, lexbor's output being balanced: the end tag of the
                 # innermost open element (compared in place, no name cut out).
                 tail_mode = None
                 stack.pop()
                 el.close_start = start
                 el.close_end = pos
-                if el.tag in _CONTEXT_KIND:
-                    contexts[_CONTEXT_KIND[el.tag]].pop()
+                context_kind = _CONTEXT_KIND.get(el.tag, -1)
+                if context_kind >= 0:
+                    contexts[context_kind].pop()
                 post_order.append(el)
             else:
                 # end tag: close up to the matching open element
@@ -340,8 +395,9 @@ def _build_tree(s: str):
                         stack.pop()
                         el.close_start = start
                         el.close_end = pos
-                        if tag in _CONTEXT_KIND:
-                            contexts[_CONTEXT_KIND[tag]].pop()
+                        context_kind = _CONTEXT_KIND.get(tag, -1)
+                        if context_kind >= 0:
+                            contexts[context_kind].pop()
                         post_order.append(el)
                     else:
                         depth = len(stack) - 1
@@ -352,8 +408,8 @@ def _build_tree(s: str):
                                 el = stack.pop()
                                 el.close_start = start
                                 el.close_end = start
-                                context_kind = _CONTEXT_KIND.get(el.tag)
-                                if context_kind is not None:
+                                context_kind = _CONTEXT_KIND.get(el.tag, -1)
+                                if context_kind >= 0:
                                     contexts[context_kind].pop()
                                 post_order.append(el)
                             el.close_end = pos
@@ -361,19 +417,23 @@ def _build_tree(s: str):
             if kind == _TOKEN_RAW:
                 tag = raw_tag
                 attrs_s = s[start + 1 + len(tag):open_end]
+                info = _TAG_INFO.get(tag, _NO_INFO)
             else:
-                space = s.find(" ", start + 1, pos)
+                space = _find_char(s, " ", start + 1, pos)
                 if space < 0:
                     tag = s[start + 1:pos - 1]
                     attrs_s = ""
                 else:
                     tag = s[start + 1:space]
                     attrs_s = s[space:pos - 1]
-                name = _TAG_NAME.get(tag)
-                if name is not None:
-                    tag = name
-                elif not tag.islower():
-                    tag = tag.lower()
+                info = _TAG_INFO.get(tag)
+                if info is None:
+                    if not tag.islower():
+                        tag = tag.lower()
+                    info = _TAG_INFO.get(tag, _NO_INFO)
+                if info[0] is not None:
+                    tag = info[0]
+            flags = info[1]
             if skip_tag is not None:
                 if tag == skip_tag and kind == _TOKEN_START:
                     skip_depth += 1
@@ -384,7 +444,7 @@ def _build_tree(s: str):
             el = _new_el(tag, attrs, parent)
             el.name_end = start + 1 + len(tag)
             el.open_end = el.name_end + 1 + len(attrs_s)
-            if tag in REMOVED_TAGS:
+            if flags & _REMOVED:
                 tail_mode = "drop"
             elif (
                 (attrs is not None and (" style=" in attrs_s or parent.tag == "body"))
@@ -392,7 +452,7 @@ def _build_tree(s: str):
             ) and _is_hidden(el, parent):
                 tail_mode = "hidden"
             if tail_mode is not None:
-                if kind == _TOKEN_START and tag not in _HTML5_VOID:
+                if kind == _TOKEN_START and not flags & _VOID:
                     skip_tag = tag
                     skip_depth = 1
                     continue
@@ -401,29 +461,29 @@ def _build_tree(s: str):
                     parent.children.append(el)
                 else:  # the first child: the parent's own list instead of _NO_CHILDREN
                     parent.children = [el]
-                context_kind = _CONTEXT_OF.get(tag)
-                if context_kind is not None:
-                    el.context = contexts[context_kind][-1]
-                    if (context_kind == "table" and el.context is not None and attrs is not None
+                context_of = info[2]
+                if context_of >= 0:
+                    el.context = contexts[context_of][-1]
+                    if (context_of == _IN_TABLE and el.context is not None and attrs is not None
                             and ' headers="' in attrs):
                         el.context.data_table = True  # rule 4 marker of its nearest table
-                elif tag in ("caption", "col", "colgroup") and contexts["table"][-1] is not None:
-                    contexts["table"][-1].data_table = True
+                elif flags & _TABLE_PART and contexts[_IN_TABLE][-1] is not None:
+                    contexts[_IN_TABLE][-1].data_table = True
                 if kind == _TOKEN_RAW:
                     if pos - len(tag) - 3 > open_end + 1:
                         el.text = s[open_end + 1:pos - len(tag) - 3]
                     el.close_start = pos - len(tag) - 3
                     el.close_end = pos
                     post_order.append(el)
-                elif tag in _LIBXML_VOID or tag in ("image", "bgsound"):
+                elif flags & _LEAF:
                     el.close_start = el.close_end = pos
                     post_order.append(el)
                 else:
                     stack.append(el)
-                    context_kind = _CONTEXT_KIND.get(tag)
-                    if context_kind is not None:
+                    context_kind = info[3]
+                    if context_kind >= 0:
                         contexts[context_kind].append(el)
-                        (tables if context_kind == "table" else lists).append(el)
+                        (tables if context_kind == _IN_TABLE else lists).append(el)
         # (_TOKEN_OTHER: a comment, the doctype, or a processing instruction: lexbor writes
         # the bogus comment "<?php ... ?>" back as "<?php ... ?>"; the reference drops it
         # like a comment, its blocks never hold that text. _TOKEN_TEXT: the text starts at
@@ -723,54 +783,6 @@ def _shorten_list(node) -> None:
             node[_KIDS] = kids[dts[0]:dts[1]] + [["span", None, "...", None, []]] + kids[dts[-1]:]
 
 
-def _body_fragment(top):
-    """What the reference's fragment parse makes of a copy of <body>: its one child element
-    when there is exactly one and no text around it, else nothing."""
-    text = top[_TEXT]
-    kids = top[_KIDS]
-    if (text and text.strip()) or len(kids) != 1:
-        return None
-    kid = kids[0]
-    if kid[_TAIL] and kid[_TAIL].strip():
-        return None
-    kid[_TAIL] = None
-    return kid
-
-
-def _measure(top) -> tuple[int, bool]:
-    """(text length as rule 7 counts it, whether the block has content), in one walk.
-
-    Length: text of nodes outside table/math plus every tail below the top. Content: text
-    or a tail with non-space characters, or an <img> with a src; as in the reference, an
-    <img>'s own tail is not looked at for content (it still counts for the length).
-    """
-    total = 0
-    meaningful = False
-    stack = [(top, top[_TAG] in _NO_CALC_TEXT_TAGS)]
-    while stack:
-        node, excluded = stack.pop()
-        text = node[_TEXT]
-        if node[_TAG] == "img":
-            attrs = node[_ATTRS]
-            if attrs and attrs[0][0] == "src":
-                meaningful = True
-            if text and not excluded:
-                total += len(text)
-        elif text:
-            if not excluded:
-                total += len(text)
-            if not meaningful and not text.isspace():
-                meaningful = True
-        for kid in node[_KIDS]:
-            tail = kid[_TAIL]
-            if tail:
-                total += len(tail)
-                if not meaningful and kid[_TAG] != "img" and not tail.isspace():
-                    meaningful = True
-            stack.append((kid, excluded or kid[_TAG] in _NO_CALC_TEXT_TAGS))
-    return total, meaningful
-
-
 def _truncate(top, max_length: int) -> None:
     """Cut text at ``max_length`` characters plus '...' (text in table/math not counted).
 
@@ -841,6 +853,8 @@ def _esc_text(text: str) -> str:
     """Escape text like libxml2's HTML serializer and collapse whitespace (the reference
     collapses whitespace outside tags of the joined output; text pieces are exactly what
     lies between tags, so doing it per piece gives the same string)."""
+    if cython.compiled and text.isascii() and _plain_ascii(text):
+        return text  # (the usual piece, told in one pass in C: isprintable calls a function per character)
     # Every whitespace character but " " is unprintable: most pieces need no collapsing.
     # str.split() splits at exactly the characters \s matches; ends keep one space.
     if not text.isprintable() or "  " in text:
@@ -856,13 +870,33 @@ def _esc_text(text: str) -> str:
     return _esc_markup(text)
 
 
+def _plain_ascii(text: str) -> bool:
+    """Whether ASCII ``text`` needs neither whitespace collapsing nor escaping: no control
+    character, no two spaces in a row, no ``&``, ``<`` or ``>``."""
+    after_space = False
+    for ch in text:
+        if ch == " ":
+            if after_space:
+                return False
+            after_space = True
+        elif ch < " " or ch == "\x7f" or ch == "&" or ch == "<" or ch == ">":
+            return False
+        else:
+            after_space = False
+    return True
+
+
 _URI_UNSAFE = re.compile(r"[\x00-\x20\x7f-\U0010ffff]")
 
 
+def _percent_encoded(match) -> str:
+    return "".join(["%%%02X" % b for b in match.group(0).encode("utf-8", "surrogatepass")])
+
+
 def _esc_uri(value: str) -> str:
-    return _URI_UNSAFE.sub(
-        lambda m: "".join("%%%02X" % b for b in m.group(0).encode("utf-8", "surrogatepass")), value
-    )
+    if value.isascii() and value.isprintable() and " " not in value:
+        return value  # (the usual URL: printable ASCII but the space is all safe)
+    return _URI_UNSAFE.sub(_percent_encoded, value)
 
 
 def _esc_markup(value: str) -> str:
@@ -921,9 +955,10 @@ def _serialize(top, item_id: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# The usual block in one walk of the original elements: what _copy, _measure and
-# _serialize give on a copy, without making the copy. Only a block over the cut length
-# takes the copy path (_copy/_run_copy, _truncate, _serialize): about 3% of blocks.
+# The usual block in one walk of the original elements: what _copy and _serialize give on
+# a copy (and rule 7's length and content tests), without making the copy. Only a block
+# over the cut length takes the copy path (_copy/_run_copy, _truncate, _serialize): about
+# 3% of blocks.
 
 _LIST_TAGS = frozenset({"ul", "ol", "dl"})
 _END_TAGLESS = _LIBXML_VOID | {"li"}  # no end tag when empty (libxml2's serializer)
@@ -955,7 +990,9 @@ def _start_tag(el: _El, start_tags: dict) -> str:
     """``<tag ...>`` with the attributes rule 7 keeps; ``start_tags`` caches them by tag, then
     attributes, for one page: menus, lists and grids repeat the same few (two dict lookups
     by strings whose hashes are cached, no key tuple per element)."""
-    if el.attrs is None:
+    attrs = el.attrs
+    if attrs is None or (_CLASS not in attrs and _ID not in attrs and el.tag != "img"):
+        # Nothing rule 7 keeps (links' unique hrefs would only fill the cache).
         start_tag = _START_TAG.get(el.tag)
         return start_tag if start_tag is not None else "<%s>" % el.tag
     by_attrs = start_tags.get(el.tag)
@@ -1047,6 +1084,8 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
             total += len(tail)
             if not meaningful and tag != "img" and not tail.isspace():
                 meaningful = True
+        if meaningful and total > cutoff_length:
+            return False  # (the length only grows: the caller cuts a copy, the rest is not rendered)
         parts.append(_start_tag(node, start_tags))
         kids = node.children
         if not kids:
@@ -1101,15 +1140,30 @@ def _path_of(el: _El) -> str:
         return el._path_text
     pending = []
     node = el
-    while node is not None and node._path is None and node.tag != "#root":
+    while node is not None and node._path_text is None and node.tag != "#root":
         pending.append(node)
         node = node.parent
-    segments = node._path if node is not None and node._path is not None else ()
+    # Each element keeps its path (and how many segments it has): a child's is its
+    # parent's plus one segment, less the outermost one past MAX_PATH_DEPTH (segments hold
+    # no spaces, so " > " only ever separates them).
+    text = None
+    depth = 0
+    if node is not None and node._path_text is not None:
+        text = node._path_text
+        depth = node._path_depth
     for node in reversed(pending):
-        segments = (segments + (_segment(node),))[-MAX_PATH_DEPTH:]
-        node._path = segments
-    el._path_text = " > ".join(segments)
-    return el._path_text
+        if text is None:
+            text = _segment(node)
+            depth = 1
+        else:
+            text = text + " > " + _segment(node)
+            if depth == MAX_PATH_DEPTH:
+                text = text[text.index(" > ") + 3:]
+            else:
+                depth += 1
+        node._path_text = text
+        node._path_depth = depth
+    return text
 
 
 # ---------------------------------------------------------------------------------------
@@ -1257,12 +1311,7 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     try:
         blocks, paths, inserts = _page_blocks(root, post_order, tables, lists, cutoff_length)
     finally:
-        # Break the parent/context cycles (see simplify), also when a page fails.
-        for el in post_order:
-            el.parent = None
-            if el.context is not None:
-                el.context = None
-        root.children = _NO_CHILDREN
+        _release(root, post_order)  # also when a page fails
     map_html = _splice(serialized, inserts)
     simplified = '<html><head><meta charset="utf-8"></head><body>' + "".join(blocks) + "</body></html>"
     return SimplifiedPage(
@@ -1319,10 +1368,36 @@ def _count_end_tag_starts(data: bytes) -> int:
 _INSERT_KEY = itemgetter(0)
 
 
+def _release(root: _El, post_order: list) -> None:
+    """Break the tree's parent/context cycles (see simplify): reference counting frees it."""
+    for el in post_order:
+        el.parent = None
+        if el.context is not None:
+            el.context = None
+    root.children = _NO_CHILDREN
+
+
 def _splice(serialized: str, inserts) -> str:
     if not inserts:
         return serialized
     inserts.sort(key=_INSERT_KEY)
+    if cython.compiled:
+        # One copy into a string of the final size: no slice objects, no second copy by
+        # join (the page is the largest string made here). The inserts are ASCII, so the
+        # page's widest character decides the width.
+        size = len(serialized)
+        for key, text in inserts:
+            size += len(text)
+        out = PyUnicode_New(size, PyUnicode_MAX_CHAR_VALUE(serialized))
+        last = 0
+        pos = 0
+        for key, text in inserts:
+            offset = key >> 2
+            pos += PyUnicode_CopyCharacters(out, pos, serialized, last, offset - last)
+            pos += PyUnicode_CopyCharacters(out, pos, text, 0, len(text))
+            last = offset
+        PyUnicode_CopyCharacters(out, pos, serialized, last, len(serialized) - last)
+        return out
     parts = []
     last = 0
     for key, text in inserts:
