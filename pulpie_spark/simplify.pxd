@@ -19,7 +19,7 @@ cdef class _El:
     cdef public bint hbd, block, data_table, list_content
     cdef public _El context
     cdef public str _path_text
-    cdef public Py_ssize_t _path_depth
+    cdef public Py_ssize_t _path_depth, name_flags, opens
 
 cdef list _NO_CHILDREN
 
@@ -27,7 +27,7 @@ cdef list _NO_CHILDREN
 cpdef _El _new_el(str tag, str attrs, _El parent)
 
 cdef Py_ssize_t _TOKEN_END, _TOKEN_START, _TOKEN_RAW, _TOKEN_OTHER, _TOKEN_TEXT
-cdef Py_ssize_t _IN_TABLE, _IN_LIST, _IN_DL, _REMOVED, _VOID, _LEAF, _TABLE_PART
+cdef Py_ssize_t _IN_TABLE, _IN_LIST, _IN_DL, _REMOVED, _VOID, _LEAF, _TABLE_PART, _BODY, _DETAILS
 cdef tuple _NO_INFO
 # Private lookup tables as typed module globals: direct dict/set calls, no name lookups.
 cdef str _CLASS, _ID, _SRC, _ALT, _STYLE

@@ -156,7 +156,7 @@ class _El:
     __slots__ = (
         "tag", "attrs", "parent", "children", "name_end", "open_end", "text", "tail",
         "close_start", "close_end", "text_end", "tail_end", "hbd", "block", "data_table",
-        "list_content", "context", "_path_text", "_path_depth",
+        "list_content", "context", "_path_text", "_path_depth", "name_flags", "opens",
     )
 
 
@@ -190,6 +190,8 @@ def _new_el(tag, attrs, parent):
     el.context = None     # nearest table (td/th), ul/ol (li) or dl (dt/dd) ancestor
     el._path_text = None  # see _path_of
     el._path_depth = 0
+    el.name_flags = 0     # _TAG_INFO flags of its name
+    el.opens = -1         # the context it opens (_IN_TABLE, ...), -1: none
     return el
 
 
@@ -277,12 +279,15 @@ _REMOVED = 1      # REMOVED_TAGS: dropped with their subtree and tail
 _VOID = 2         # HTML5-void: a removed one has no subtree to skip
 _LEAF = 4         # libxml2-void, "image", "bgsound": never a parent in the tree
 _TABLE_PART = 8   # caption, col, colgroup: their table is a data table (rule 4)
+_BODY = 16
+_DETAILS = 32
 _TAG_INFO = {
     tag: (
         tag,
         (_REMOVED if tag in REMOVED_TAGS else 0) | (_VOID if tag in _HTML5_VOID else 0)
         | (_LEAF if tag in _LIBXML_VOID or tag in ("image", "bgsound") else 0)
-        | (_TABLE_PART if tag in ("caption", "col", "colgroup") else 0),
+        | (_TABLE_PART if tag in ("caption", "col", "colgroup") else 0)
+        | (_BODY if tag == "body" else 0) | (_DETAILS if tag == "details" else 0),
         _CONTEXT_OF.get(tag, -1),
         _CONTEXT_KIND.get(tag, -1),
     )
@@ -372,15 +377,17 @@ def _build_tree(s: str):
                 stack.pop()
                 el.close_start = start
                 el.close_end = pos
-                context_kind = _CONTEXT_KIND.get(el.tag, -1)
-                if context_kind >= 0:
-                    contexts[context_kind].pop()
+                if el.opens >= 0:
+                    contexts[el.opens].pop()
                 post_order.append(el)
+            elif skip_tag is not None and ("a" <= s[start + 2] <= "z") and s[start + 2] != skip_tag[0]:
+                pass  # inside a removed element, an end tag that cannot be its own
             else:
                 # end tag: close up to the matching open element
                 tag = s[start + 2:pos - 1]
-                if " " in tag:
-                    tag = tag[:tag.index(" ")]
+                space = _find_char(tag, " ", 0, len(tag))
+                if space >= 0:
+                    tag = tag[:space]
                 if not tag.islower():  # (lexbor writes HTML names in lower case already)
                     tag = tag.lower()
                 if skip_tag is not None:
@@ -395,9 +402,8 @@ def _build_tree(s: str):
                         stack.pop()
                         el.close_start = start
                         el.close_end = pos
-                        context_kind = _CONTEXT_KIND.get(tag, -1)
-                        if context_kind >= 0:
-                            contexts[context_kind].pop()
+                        if el.opens >= 0:
+                            contexts[el.opens].pop()
                         post_order.append(el)
                     else:
                         depth = len(stack) - 1
@@ -408,9 +414,8 @@ def _build_tree(s: str):
                                 el = stack.pop()
                                 el.close_start = start
                                 el.close_end = start
-                                context_kind = _CONTEXT_KIND.get(el.tag, -1)
-                                if context_kind >= 0:
-                                    contexts[context_kind].pop()
+                                if el.opens >= 0:
+                                    contexts[el.opens].pop()
                                 post_order.append(el)
                             el.close_end = pos
         elif kind == _TOKEN_START or kind == _TOKEN_RAW:
@@ -442,13 +447,14 @@ def _build_tree(s: str):
             parent = stack[-1]
             attrs = attrs_s if len(attrs_s) > 2 else None
             el = _new_el(tag, attrs, parent)
+            el.name_flags = flags
             el.name_end = start + 1 + len(tag)
             el.open_end = el.name_end + 1 + len(attrs_s)
             if flags & _REMOVED:
                 tail_mode = "drop"
             elif (
-                (attrs is not None and (" style=" in attrs_s or parent.tag == "body"))
-                or parent.tag == "details"
+                (attrs is not None and (" style=" in attrs_s or parent.name_flags & _BODY))
+                or parent.name_flags & _DETAILS
             ) and _is_hidden(el, parent):
                 tail_mode = "hidden"
             if tail_mode is not None:
@@ -482,6 +488,7 @@ def _build_tree(s: str):
                     stack.append(el)
                     context_kind = info[3]
                     if context_kind >= 0:
+                        el.opens = context_kind
                         contexts[context_kind].append(el)
                         (tables if context_kind == _IN_TABLE else lists).append(el)
         # (_TOKEN_OTHER: a comment, the doctype, or a processing instruction: lexbor writes
