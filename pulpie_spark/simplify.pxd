@@ -27,7 +27,8 @@ cdef list _NO_CHILDREN
 cpdef _El _new_el(str tag, str attrs, _El parent)
 
 cdef Py_ssize_t _TOKEN_END, _TOKEN_START, _TOKEN_RAW, _TOKEN_OTHER, _TOKEN_TEXT
-cdef Py_ssize_t _IN_TABLE, _IN_LIST, _IN_DL, _REMOVED, _VOID, _LEAF, _TABLE_PART, _BODY, _DETAILS
+cdef Py_ssize_t _IN_TABLE, _IN_LIST, _IN_DL
+cdef Py_ssize_t _REMOVED, _VOID, _LEAF, _TABLE_PART, _BODY, _DETAILS, _IMG, _LIST, _NO_END_TAG, _NO_CALC
 cdef tuple _NO_INFO
 # Private lookup tables as typed module globals: direct dict/set calls, no name lookups.
 cdef str _CLASS, _ID, _SRC, _ALT, _STYLE
@@ -40,6 +41,8 @@ cpdef str _unescape(str text)
 
 cdef Py_ssize_t _find_char(str s, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t end) except -2
 cdef Py_ssize_t _find(str s, str sub, Py_ssize_t start) except -2
+@cython.locals(ch=cython.Py_UCS4)
+cdef bint _is_space(str s) except -1
 cdef bint _starts_with(str s, str prefix, Py_ssize_t start) except -1
 
 @cython.locals(i=Py_ssize_t, j=Py_ssize_t, value=str)
@@ -81,10 +84,7 @@ cdef class _Frame:
 @cython.locals(text=str, stripped=str, frame=_Frame)
 cpdef _Frame _frame(_El node)
 
-@cython.locals(out=list, src=str, alt=str, cls=str, ident=str)
-cpdef object _clean_attrs(str tag, str attrs)
-
-# The copy path (blocks over the cut length): nodes are [tag, attrs, text, tail, kids] lists.
+# The copy path (blocks over the cut length): nodes are [tag, start tag, text, tail, kids] lists.
 @cython.locals(top=list, stack=list, src=_El, dst=list, kids=list, tag=str, dts=list, out=list,
                c=_El, copy=list, i=Py_ssize_t)
 cpdef list _copy(_El el)
@@ -115,7 +115,7 @@ cpdef str _attr(str name, str value)
 @cython.locals(dts=list)
 cpdef list _shortened(str tag, list kids)
 
-@cython.locals(cleaned=list)
+@cython.locals(tag=str, attrs=str, out=str, src=str, alt=str, cls=str, ident=str)
 cpdef str _open_tag(_El el)
 
 @cython.locals(by_attrs=dict, start_tag=str, attrs=str)
@@ -125,7 +125,7 @@ cpdef str _start_tag(_El el, dict start_tags)
 cpdef bint _img_has_src(_El el)
 
 @cython.locals(node=_El, total=Py_ssize_t, meaningful=bint, excluded=bint, tag=str, kids=list,
-               parts=list, stack=list, flags=list, tail=str, no_calc=frozenset, open_tag=str,
+               parts=list, stack=list, flags=list, tail=str, name_flags=Py_ssize_t, open_tag=str,
                end_tag=str)
 cpdef object _render(_El top, str text, list kids, _El no_tail, str item_id, Py_ssize_t cutoff_length,
                      dict start_tags)

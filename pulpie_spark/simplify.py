@@ -82,8 +82,9 @@ _INVISIBLE_STYLE = {
     "opacity": "0",
 }
 _NO_CALC_TEXT_TAGS = frozenset({"math", "table"})
+_LIST_TAGS = frozenset({"ul", "ol", "dl"})
 _WRAPPER_TAG = "cc-alg-uc-text"
-_WRAPPER_START = '<' + _WRAPPER_TAG + ' _item_id="%s">'
+_WRAPPER_START = '<' + _WRAPPER_TAG + ' _item_id="'  # + item id + '">'
 _WRAPPER_END = "</" + _WRAPPER_TAG + ">"
 # The reference re-parses each paragraph as an HTML fragment; a copy of <html> never
 # survives that (and a copy of <body> only in the case _page_blocks handles).
@@ -100,6 +101,7 @@ _HTML5_VOID = frozenset({
 })
 # HTML5-void elements libxml2 treats as containers: they stay open until the parent closes.
 _SWALLOWING = _HTML5_VOID - _LIBXML_VOID
+_END_TAGLESS = _LIBXML_VOID | {"li"}  # no end tag when empty (libxml2's serializer)
 
 # The element names pages use most, each as one string object, and their start and end
 # tags made once: the tree builder swaps a name it cuts from the page for the shared one
@@ -224,6 +226,18 @@ def _find_char(s: str, ch: str, start: int, end: int) -> int:
     return s.find(ch, start, end)
 
 
+def _is_space(s: str) -> bool:
+    """``s.isspace()``."""
+    if cython.compiled:  # (a method call from compiled code costs more than the usual short scan)
+        if not s:
+            return False
+        for ch in s:
+            if not ch.isspace():
+                return False
+        return True
+    return s.isspace()
+
+
 def _find(s: str, sub: str, start: int) -> int:
     """``s.find(sub, start)``."""
     if cython.compiled:
@@ -274,24 +288,32 @@ _CONTEXT_KIND = {"table": _IN_TABLE, "ul": _IN_LIST, "ol": _IN_LIST, "dl": _IN_D
 
 # What the tree builder needs to know of a start tag's name, in one dict lookup: the
 # shared name string, flags, the context it looks up (-1: none) and the one it opens.
-# Names not in it are none of these.
+# Names not in it have none of the flags.
 _REMOVED = 1      # REMOVED_TAGS: dropped with their subtree and tail
 _VOID = 2         # HTML5-void: a removed one has no subtree to skip
 _LEAF = 4         # libxml2-void, "image", "bgsound": never a parent in the tree
 _TABLE_PART = 8   # caption, col, colgroup: their table is a data table (rule 4)
 _BODY = 16
 _DETAILS = 32
+_IMG = 64
+_LIST = 128       # ul, ol, dl: shortened (rule 7)
+_NO_END_TAG = 256  # libxml2-void and li: no end tag when empty
+_NO_CALC = 512    # math, table: their text is not counted (rule 7)
 _TAG_INFO = {
     tag: (
         tag,
         (_REMOVED if tag in REMOVED_TAGS else 0) | (_VOID if tag in _HTML5_VOID else 0)
         | (_LEAF if tag in _LIBXML_VOID or tag in ("image", "bgsound") else 0)
         | (_TABLE_PART if tag in ("caption", "col", "colgroup") else 0)
-        | (_BODY if tag == "body" else 0) | (_DETAILS if tag == "details" else 0),
+        | (_BODY if tag == "body" else 0) | (_DETAILS if tag == "details" else 0)
+        | (_IMG if tag == "img" else 0) | (_LIST if tag in _LIST_TAGS else 0)
+        | (_NO_END_TAG if tag in _END_TAGLESS else 0) | (_NO_CALC if tag in _NO_CALC_TEXT_TAGS else 0),
         _CONTEXT_OF.get(tag, -1),
         _CONTEXT_KIND.get(tag, -1),
     )
-    for tag in _COMMON_TAGS | set(_CONTEXT_OF) | set(_CONTEXT_KIND)
+    for tag in (_COMMON_TAGS | REMOVED_TAGS | _HTML5_VOID | _LIBXML_VOID | _LIST_TAGS | _END_TAGLESS
+                | _NO_CALC_TEXT_TAGS | set(_CONTEXT_OF) | set(_CONTEXT_KIND)
+                | {"image", "bgsound", "caption", "col", "colgroup", "body", "details", "img"})
 }
 _NO_INFO = (None, 0, -1, -1)
 
@@ -703,37 +725,15 @@ def _frame(node: _El) -> _Frame:
 
 
 # ---------------------------------------------------------------------------------------
-# Per-block cleaning (rule 7) on light copies: [tag, attrs, text, tail, children]
+# Per-block cleaning (rule 7) on light copies: [tag, start tag (_open_tag), text, tail,
+# children]
 
-_TAG, _ATTRS, _TEXT, _TAIL, _KIDS = range(5)
-
-
-def _clean_attrs(tag: str, attrs: str | None):
-    """Rule 7: class and id (img: src unless a data:image URI, and alt), values stripped."""
-    if attrs is None:
-        return None
-    out = []
-    if tag == "img":
-        src = _attr_value(attrs, _SRC, "").strip()
-        if src and not src.startswith("data:image/"):
-            out.append(("src", src))
-        alt = _attr_value(attrs, _ALT, "").strip()
-        if alt:
-            out.append(("alt", alt))
-    elif _CLASS not in attrs and _ID not in attrs:
-        return None
-    cls = _attr_value(attrs, _CLASS, "").strip()
-    if cls:
-        out.append(("class", cls))
-    ident = _attr_value(attrs, _ID, "").strip()
-    if ident:
-        out.append(("id", ident))
-    return out or None
+_TAG, _OPEN, _TEXT, _TAIL, _KIDS = range(5)
 
 
 def _copy(el: _El):
     """Cleaned copy of a subtree (attributes filtered, lists shortened), iterative."""
-    top = [el.tag, _clean_attrs(el.tag, el.attrs), el.text, None, []]
+    top = [el.tag, _open_tag(el), el.text, None, []]
     stack = [(el, top)]
     while stack:
         src, dst = stack.pop()
@@ -750,9 +750,9 @@ def _copy(el: _El):
         out = dst[_KIDS]
         for c in kids:
             if c is None:
-                out.append(["span", None, "...", None, []])
+                out.append(["span", "<span", "...", None, []])
                 continue
-            copy = [c.tag, _clean_attrs(c.tag, c.attrs), c.text, c.tail, []]
+            copy = [c.tag, _open_tag(c), c.text, c.tail, []]
             out.append(copy)
             if c.children:
                 stack.append((c, copy))
@@ -761,7 +761,7 @@ def _copy(el: _El):
 
 def _run_copy(parent: _El, items: list):
     """The run wrapped in a copy of its parent (texts merged like the reference does)."""
-    top = [parent.tag, _clean_attrs(parent.tag, parent.attrs), None, None, []]
+    top = [parent.tag, _open_tag(parent), None, None, []]
     kids = top[_KIDS]
     last_br = len(items) - 1
     for i, item in enumerate(items):
@@ -783,11 +783,11 @@ def _run_copy(parent: _El, items: list):
 def _shorten_list(node) -> None:
     kids = node[_KIDS]
     if node[_TAG] in ("ul", "ol") and len(kids) > 2:
-        node[_KIDS] = [kids[0], ["span", None, "...", None, []], kids[-1]]
+        node[_KIDS] = [kids[0], ["span", "<span", "...", None, []], kids[-1]]
     elif node[_TAG] == "dl" and len(kids) > 2:
         dts = [i for i, c in enumerate(kids) if c[_TAG] == "dt"]
         if len(dts) > 1:
-            node[_KIDS] = kids[dts[0]:dts[1]] + [["span", None, "...", None, []]] + kids[dts[-1]:]
+            node[_KIDS] = kids[dts[0]:dts[1]] + [["span", "<span", "...", None, []]] + kids[dts[-1]:]
 
 
 def _truncate(top, max_length: int) -> None:
@@ -860,7 +860,7 @@ def _esc_text(text: str) -> str:
     """Escape text like libxml2's HTML serializer and collapse whitespace (the reference
     collapses whitespace outside tags of the joined output; text pieces are exactly what
     lies between tags, so doing it per piece gives the same string)."""
-    if cython.compiled and text.isascii() and _plain_ascii(text):
+    if cython.compiled and _plain_ascii(text):
         return text  # (the usual piece, told in one pass in C: isprintable calls a function per character)
     # Every whitespace character but " " is unprintable: most pieces need no collapsing.
     # str.split() splits at exactly the characters \s matches; ends keep one space.
@@ -878,15 +878,15 @@ def _esc_text(text: str) -> str:
 
 
 def _plain_ascii(text: str) -> bool:
-    """Whether ASCII ``text`` needs neither whitespace collapsing nor escaping: no control
-    character, no two spaces in a row, no ``&``, ``<`` or ``>``."""
+    """Whether ``text`` is printable ASCII that needs neither whitespace collapsing nor
+    escaping: no two spaces in a row, no ``&``, ``<`` or ``>``."""
     after_space = False
     for ch in text:
         if ch == " ":
             if after_space:
                 return False
             after_space = True
-        elif ch < " " or ch == "\x7f" or ch == "&" or ch == "<" or ch == ">":
+        elif ch < " " or ch > "~" or ch == "&" or ch == "<" or ch == ">":
             return False
         else:
             after_space = False
@@ -938,11 +938,7 @@ def _serialize(top, item_id: str) -> str:
             parts.append(node)
             continue
         tag = node[_TAG]
-        parts.append("<" + tag)
-        attrs = node[_ATTRS]
-        if attrs:
-            for name, value in attrs:
-                parts.append(_attr(name, value))
+        parts.append(node[_OPEN])
         if node is top:
             parts.append(' _item_id="%s"' % item_id)
         parts.append(">")
@@ -967,8 +963,6 @@ def _serialize(top, item_id: str) -> str:
 # over the cut length takes the copy path (_copy/_run_copy, _truncate, _serialize): about
 # 3% of blocks.
 
-_LIST_TAGS = frozenset({"ul", "ol", "dl"})
-_END_TAGLESS = _LIBXML_VOID | {"li"}  # no end tag when empty (libxml2's serializer)
 
 
 def _shortened(tag: str, kids: list) -> list:
@@ -984,13 +978,29 @@ def _shortened(tag: str, kids: list) -> list:
 
 
 def _open_tag(el: _El) -> str:
-    """``<tag`` plus the attributes rule 7 keeps, serialized (no closing ``>``)."""
-    if el.attrs is None:
-        return "<" + el.tag
-    cleaned = _clean_attrs(el.tag, el.attrs)
-    if cleaned is None:
-        return "<" + el.tag
-    return "<" + el.tag + "".join([_attr(name, value) for name, value in cleaned])
+    """Rule 7 on a start tag: ``<tag`` with class and id (img: src unless a data:image URI,
+    and alt), values stripped, serialized (no closing ``>``)."""
+    tag = el.tag
+    attrs = el.attrs
+    out = "<" + tag
+    if attrs is None:
+        return out
+    if tag == "img":
+        src = _attr_value(attrs, _SRC, "").strip()
+        if src and not src.startswith("data:image/"):
+            out += _attr("src", src)
+        alt = _attr_value(attrs, _ALT, "").strip()
+        if alt:
+            out += _attr("alt", alt)
+    elif _CLASS not in attrs and _ID not in attrs:
+        return out
+    cls = _attr_value(attrs, _CLASS, "").strip()
+    if cls:
+        out += _attr("class", cls)
+    ident = _attr_value(attrs, _ID, "").strip()
+    if ident:
+        out += _attr("id", ident)
+    return out
 
 
 def _start_tag(el: _El, start_tags: dict) -> str:
@@ -1030,24 +1040,25 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
     is longer than ``cutoff_length`` (the caller cuts a copy instead).
     """
     tag = top.tag
-    if tag in _LIST_TAGS:
+    name_flags = top.name_flags
+    if name_flags & _LIST:
         kids = _shortened(tag, kids)
     total = 0
     meaningful = False
-    excluded = tag in _NO_CALC_TEXT_TAGS
-    if tag == "img":
+    excluded = (name_flags & _NO_CALC) != 0
+    if name_flags & _IMG:
         meaningful = _img_has_src(top)
         if text and not excluded:
             total = len(text)
     elif text:
         if not excluded:
             total = len(text)
-        meaningful = not text.isspace()
+        meaningful = not _is_space(text)
     if not kids and not meaningful:  # an empty element, or whitespace only
         return None
     open_tag = _start_tag(top, start_tags)[:-1]
-    if not kids and not text and tag in _END_TAGLESS:
-        return "%s _item_id=\"%s\">" % (open_tag, item_id)
+    if not kids and not text and name_flags & _NO_END_TAG:
+        return open_tag + ' _item_id="' + item_id + '">'
     parts = [open_tag, ' _item_id="', item_id, '">']
     if text:
         parts.append(_esc_text(text))
@@ -1057,10 +1068,9 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
     # the length (no (element, flag) tuple per element).
     stack = [end_tag if end_tag is not None else "</%s>" % tag]
     flags = []
-    no_calc = _NO_CALC_TEXT_TAGS
     for kid in reversed(kids):
         stack.append(kid)
-        flags.append(excluded or (kid is not None and kid.tag in no_calc))
+        flags.append(excluded or (kid is not None and (kid.name_flags & _NO_CALC) != 0))
     while stack:
         entry = stack.pop()
         if isinstance(entry, str):
@@ -1075,9 +1085,10 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
             continue
         node = entry
         tag = node.tag
+        name_flags = node.name_flags
         text = node.text
         tail = None if node is no_tail else node.tail
-        if tag == "img":
+        if name_flags & _IMG:
             if not meaningful and _img_has_src(node):
                 meaningful = True
             if text and not excluded:
@@ -1085,36 +1096,36 @@ def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: in
         elif text:
             if not excluded:
                 total += len(text)
-            if not meaningful and not text.isspace():
+            if not meaningful and not _is_space(text):
                 meaningful = True
         if tail:
             total += len(tail)
-            if not meaningful and tag != "img" and not tail.isspace():
+            if not meaningful and not name_flags & _IMG and not _is_space(tail):
                 meaningful = True
         if meaningful and total > cutoff_length:
             return False  # (the length only grows: the caller cuts a copy, the rest is not rendered)
         parts.append(_start_tag(node, start_tags))
         kids = node.children
         if not kids:
-            if not text and tag in _END_TAGLESS:
+            if not text and name_flags & _NO_END_TAG:
                 if tail:
-                    parts.append(" " if tail.isspace() else _esc_text(tail))
+                    parts.append(" " if _is_space(tail) else _esc_text(tail))
                 continue
-        elif tag in _LIST_TAGS:
+        elif name_flags & _LIST:
             kids = _shortened(tag, kids)
         if text:
-            parts.append(" " if text.isspace() else _esc_text(text))
+            parts.append(" " if _is_space(text) else _esc_text(text))
         end_tag = _END_TAG.get(tag)
         if end_tag is None:
             end_tag = "</%s>" % tag
         if tail:
             # Indentation between tags is the most common tail: no regex for it. The tail
             # goes on the stack under the end tag (popped after it), not concatenated to it.
-            stack.append(" " if tail.isspace() else _esc_text(tail))
+            stack.append(" " if _is_space(tail) else _esc_text(tail))
         stack.append(end_tag)
         for kid in reversed(kids):
             stack.append(kid)
-            flags.append(excluded or (kid is not None and kid.tag in no_calc))
+            flags.append(excluded or (kid is not None and (kid.name_flags & _NO_CALC) != 0))
     if not meaningful:
         return None
     if total > cutoff_length:
@@ -1165,7 +1176,7 @@ def _path_of(el: _El) -> str:
         else:
             text = text + " > " + _segment(node)
             if depth == MAX_PATH_DEPTH:
-                text = text[text.index(" > ") + 3:]
+                text = text[_find(text, " > ", 0) + 3:]
             else:
                 depth += 1
         node._path_text = text
@@ -1261,12 +1272,12 @@ def _page_blocks(root: _El, post_order: list, tables: list, lists: list, cutoff_
         # before an _item_id attribute (1), which comes before a wrapper's start tag (2).
         if kind == "block" and el.tag in _SWALLOWING:
             # In the page these are void and what the block holds are their siblings.
-            inserts.append(((el.name_end - len(el.tag) - 1) * 4 + 2, _WRAPPER_START % item_id))
+            inserts.append(((el.name_end - len(el.tag) - 1) * 4 + 2, _WRAPPER_START + item_id + '">'))
             inserts.append((el.close_start * 4, _WRAPPER_END))
         elif kind == "block":
-            inserts.append((el.name_end * 4 + 1, ' _item_id="%s"' % item_id))
+            inserts.append((el.name_end * 4 + 1, ' _item_id="' + item_id + '"'))
         else:
-            inserts.append((run_start * 4 + 2, _WRAPPER_START % item_id))
+            inserts.append((run_start * 4 + 2, _WRAPPER_START + item_id + '">'))
             inserts.append((run_end * 4, _WRAPPER_END))
 
     return blocks, paths, inserts
