@@ -89,8 +89,27 @@ def test_extension_is_built_from_current_source(name):
     assert importlib.import_module(name).__file__ == str(extension)
 
 
+# Pages aimed at the compiled build's own fast paths in simplify (C string searches, the
+# printable-ASCII text test, URI escaping, the one-copy map splice in 1-, 2- and 4-byte
+# strings, end tags inside removed elements, paths deeper than MAX_PATH_DEPTH).
+_EDGE_PAGES = {
+    "edge-text": "<p>tab\there  two  spaces &amp; &lt;tag&gt; del\x7fchar ~tilde</p>"
+                 "<p>caf\u00e9 \u00a0nbsp\u2003em space\u2028line</p><p> lead and trail </p>",
+    "edge-uri": '<p><img src="a b/\u00e9\U0001F600.png?q=1&amp;r=2" alt=" x "> text'
+                '<img src=" data:image/png;base64,xx " alt="y"><img src="/plain.png"></p>',
+    "edge-wide": '<div class="x" id="top"><p>\U0001F600 smile</p><p>\u4e2d\u6587 more</p>'
+                 "<ul><li>a</li><li>b</li><li>c</li></ul></div>",
+    "edge-skip": '<div style="display:none"><svg><linearGradient><stop/></linearGradient>'
+                 "<clipPath></clipPath></svg><div><p>hidden</p></div></div><p>after</p>"
+                 "<nav><ul><li><a>x</a></li></ul></nav>tail<p>visible</p>"
+                 "<details><summary>s</summary><div>closed</div></details>",
+    "edge-deep-path": "".join('<div class="c%d a b c d" id="i%d">' % (i, i) for i in range(16))
+                      + "<p>deep</p>" + "</div>" * 16,
+}
+
+
 def _fixture_pages() -> list[tuple[str, bytes | str, str | None]]:
-    pages: list[tuple[str, bytes | str, str | None]] = []
+    pages: list[tuple[str, bytes | str, str | None]] = list((case, html, None) for case, html in _EDGE_PAGES.items())
     for path in sorted(DATA.glob("*.html")):
         pages.append((path.name, path.read_bytes(), None))
     cases = json.loads((DATA / "seg_reference_cases.json").read_text(encoding="utf-8"))
