@@ -41,6 +41,94 @@ def test_exact_dedup_keep_policy(spark):
     assert pick_representative(group)["doc_id"] == "d2"
 
 
+def _exact_rows(df, **kwargs):
+    return sorted((tuple(r) for r in exact_dedup(df, make_config()["keep"]["order"], **kwargs).collect()),
+                  key=lambda r: tuple("" if v is None else str(v) for v in r))
+
+
+def test_exact_dedup_full_ties_keep_exactly_one_whatever_the_partitioning(spark):
+    schema = "doc_id string, text string, quality_score double, warc_date string, source_file string"
+    rows = [
+        ("r1", "record ingested twice", 0.8, "2024-01-01", "a.warc"),
+        ("r1", "record ingested twice", 0.8, "2024-01-01", "a.warc"),   # identical copy
+        ("r2", "same id, two files", 0.8, "2024-01-01", "x.warc"),
+        ("r2", "same id, two files", 0.8, "2024-01-01", "y.warc"),      # ties on every policy key
+        ("r3", "same id, two files", 0.1, "2024-01-01", "z.warc"),
+        ("r4", "alone", None, None, "b.warc"),
+    ]
+    df = spark.createDataFrame(rows * 3, schema)  # every group three times over: more ties
+    outputs = [_exact_rows(df.repartition(n)) for n in (1, 7)]
+    outputs.append(_exact_rows(spark.createDataFrame(list(reversed(rows * 3)), schema).repartition(3)))
+    outputs.append(_exact_rows(df.repartition(5), hot_text_rows=2))  # every group cut in slices
+    assert outputs[0] == outputs[1] == outputs[2] == outputs[3]
+    kept = [r for r in outputs[0] if r[-1] is None]
+    assert sorted((r[0], r[1]) for r in kept) == [
+        ("r1", "record ingested twice"), ("r2", "same id, two files"), ("r4", "alone")]
+    by_text = {r[1]: r for r in kept}
+    assert by_text["same id, two files"][4] in ("x.warc", "y.warc") and by_text["same id, two files"][6] == 9
+    removed = [r for r in outputs[0] if r[-1] is not None]
+    assert len(removed) == 18 - 3 and {r[-1] for r in removed} == {"r1", "r2", "r4"}
+
+
+@pytest.mark.parametrize("hot_text_rows", [100_000, 700])  # one join key; 8 slices
+def test_exact_dedup_hot_key(spark, hot_text_rows):
+    rng = random.Random(5)
+    hot = "We use cookies. Accept all | Manage preferences"
+    rows = [(f"h{i:05d}", hot, rng.choice([0.2, 0.5, 0.9, None]), rng.choice(["2023-01-01", "2022-06-01", None]))
+            for i in range(5000)]
+    rows += [(f"u{i:03d}", f"unique page {i}", 0.5, "2024-01-01") for i in range(300)]
+    rng.shuffle(rows)
+    out = exact_dedup(spark.createDataFrame(rows, SCHEMA).repartition(6), make_config()["keep"]["order"],
+                      hot_text_rows=hot_text_rows)
+    got = {r["doc_id"]: (r["exact_group_size"], r["exact_duplicate_of"]) for r in out.collect()}
+    assert len(got) == 5300
+    expected_rep = pick_representative([dict(zip(("doc_id", "text", "quality_score", "warc_date"), r))
+                                        for r in rows if r[1] == hot])["doc_id"]
+    assert got[expected_rep] == (5000, None)
+    assert all(v == (5000, expected_rep) for k, v in got.items() if k.startswith("h") and k != expected_rep)
+    assert all(v == (1, None) for k, v in got.items() if k.startswith("u"))
+
+
+KEY_SCHEMA = "doc_id string, text string, flag boolean, title string, n long, score double, day date"
+
+
+def _key_rows(seed):
+    import datetime
+
+    rng = random.Random(seed)
+    values = {
+        "flag": [True, False, None],
+        "title": ["", "a", "ab", "ab\x00", "ab\x00c", "abc", "b", "\u00e9t\u00e9", "\U0001f600", None],
+        "n": [-(2 ** 63), -1, 0, 7, 2 ** 63 - 1, None],
+        "score": [float("nan"), float("-inf"), -0.0, 0.0, 1.5, float("inf"), None],
+        "day": [datetime.date(1969, 12, 31), datetime.date(2024, 2, 29), datetime.date(9999, 1, 1), None],
+    }
+    return [(f"d{i:04d}", f"text {rng.randrange(40)}", *(rng.choice(v) for v in values.values()))
+            for i in range(400)]
+
+
+@pytest.mark.parametrize("order", [
+    [["flag", "desc"], ["title", "desc"], ["n", "desc"], ["score", "desc"], ["day", "desc"]],
+    [["score", "desc"], ["day", "asc"], ["title", "asc"], ["n", "desc"], ["flag", "asc"]],
+    [["title", "desc"], ["doc_id", "desc"]],          # doc_id is always asc, last: the policy skips it
+])
+def test_exact_dedup_representative_follows_spark_order(spark, order):
+    """The rank struct's minimum is the first row in spark_order (Spark's own sort), for
+    every type and direction the encoding handles: nulls, NaN, -0.0, extreme longs,
+    prefixes, NUL and non-ASCII characters."""
+    from pulpie_spark.curate.keep import spark_order
+
+    df = spark.createDataFrame(_key_rows(len(order)), KEY_SCHEMA)
+    first = {}
+    for r in df.orderBy(*spark_order(order, df.columns)).collect():
+        first.setdefault(r["text"], r["doc_id"])
+    got = {r["doc_id"]: r["exact_duplicate_of"] for r in exact_dedup(df, order).collect()}
+    kept = {d for d, dup in got.items() if dup is None}
+    assert kept == set(first.values())
+    text_of = {r["doc_id"]: r["text"] for r in df.collect()}
+    assert all(dup == first[text_of[d]] for d, dup in got.items() if dup is not None)
+
+
 def _union_find(edges):
     parent = {}
 
