@@ -202,3 +202,15 @@ def test_markdown_compiled_equals_pure(fixture_pages):
     table = "<table><tr><th>a</th><th>b</th><th>c</th></tr><tr><td>1</td><td>2</td><td>3</td></tr></table>"
     assert compiled.html_to_markdown(table) == pure.html_to_markdown(table)
     assert "| --- | --- | --- |" in compiled.html_to_markdown(table)
+
+
+def test_simplify_source_runs_without_cython(monkeypatch):
+    """A pure install (no compiler, no Cython) imports simplify.py with its ``cython`` stub."""
+    monkeypatch.setitem(sys.modules, "cython", None)  # "import cython" raises ImportError
+    spec = importlib.util.spec_from_file_location("simplify_without_cython", _source("pulpie_spark.simplify"))
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "simplify_without_cython", module)
+    spec.loader.exec_module(module)
+    assert module.cython.compiled is False
+    page = module.simplify("<div><p>Hello  <b>world</b> &amp; more</p><p>caf\u00e9\tbar</p></div>")
+    assert page.blocks == ['<p _item_id="1">Hello <b>world</b> &amp; more</p>', '<p _item_id="2">caf\u00e9 bar</p>']
