@@ -197,8 +197,26 @@ _ATTRIBUTE_BYTES = re.compile(_ATTRIBUTE.encode())
 
 
 def _long_tag(min_chars: int, is_bytes: bool):
-    pattern = r"<[a-zA-Z][^>]{%d,}" % min_chars
+    pattern = r"</?[a-zA-Z][^>]{%d,}" % min_chars
     return re.compile(pattern.encode() if is_bytes else pattern)
+
+
+def _most_attributes_in_long_tags(html, tag_chars: int, is_bytes: bool) -> int:
+    """The most attributes html_structure counts on one tag whose body is over ``tag_chars``
+    characters, or more: each long tag is read as html_structure reads it at that "<", also
+    where its scan would not get there (inside a comment or a script). One regex search per
+    long tag instead of the whole page's tags: a long tag that is one long value (a data:
+    URI, an inline style) does not cost the full scan."""
+    markup, attribute = (_MARKUP_BYTES, _ATTRIBUTE_BYTES) if is_bytes else (_MARKUP_STR, _ATTRIBUTE_STR)
+    most = 0
+    for long_tag in _long_tag(tag_chars, is_bytes).finditer(html):
+        tag = markup.match(html, long_tag.start())
+        if tag is None or tag.group(3) is None:  # a raw-text element: its attributes are not counted
+            continue
+        body = tag.group(4)
+        if len(body) > tag_chars:
+            most = max(most, sum(1 for _ in attribute.finditer(body)))
+    return most
 
 
 def html_structure(html: bytes | bytearray | memoryview | str | None,
@@ -263,7 +281,7 @@ def check_html_structure(html, max_depth: int | None = None,
     is_bytes = isinstance(html, (bytes, bytearray))
     deep_possible = html.count(b"<" if is_bytes else "<") > depth_limit
     long_tag_over = 2 * attr_limit
-    many_attrs_possible = _long_tag(long_tag_over, is_bytes).search(html) is not None
+    many_attrs_possible = _most_attributes_in_long_tags(html, long_tag_over, is_bytes) > attr_limit
     if not deep_possible and not many_attrs_possible:
         return None
     depth, attrs = html_structure(html, attribute_tags_over=long_tag_over)

@@ -366,6 +366,29 @@ def test_deep_and_attribute_heavy_pages_are_rejected_before_parsing():
     assert guards.check_html_structure(valueless) == "html_too_many_attributes"
     # One long attribute value (an inline image, JSON props) is not many attributes.
     assert guards.check_html_structure("<img src='data:image/png;base64," + "A" * 200_000 + "'>") is None
+    # End tags are read like start tags (html_structure counts their attributes too).
+    assert guards.check_html_structure("</div " + " ".join(f"a{i}" for i in range(6000)) + ">") \
+        == "html_too_many_attributes"
+
+
+def test_long_tags_are_counted_without_the_full_scan_when_that_decides(monkeypatch):
+    # A long value ("/", "=" and "+" of base64 included) is decided on the tag alone.
+    inline_image = "<p>x</p><img src='data:image/png;base64," + "A/+=" * 50_000 + "'><p>y</p>"
+
+    def full_scan(*args, **kwargs):
+        raise AssertionError("the full structure scan ran")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(guards, "html_structure", full_scan)
+        assert guards.check_html_structure(inline_image) is None
+        assert guards.check_html_structure(inline_image.encode()) is None
+    # "<f" inside a script looks like a long tag with many "attributes": the full scan,
+    # which skips scripts and comments, decides.
+    in_script = "<script>for(b=0;b<f" + " a" * 6000 + ";b++){}</script><p>text</p>"
+    in_comment = "<!-- <div " + " ".join(f"a{i}" for i in range(6000)) + "> -->"
+    for page in (in_script, in_comment, in_script.encode()):
+        assert guards._most_attributes_in_long_tags(page, 10_000, isinstance(page, bytes)) > 5000
+        assert guards.check_html_structure(page) is None
 
 
 def test_guard_page_rejects_deep_page_without_calling_fn(monkeypatch):
