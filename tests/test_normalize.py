@@ -61,3 +61,6 @@ def test_config_file_and_errors(tmp_path):
         make_config({"quality": {"c4": {"mode": "maybe"}}})
     with pytest.raises(ConfigError):
         make_config({"near_dedup": {"bandz": 3}})
+    for bad in (0, 2.5, True, "100"):
+        with pytest.raises(ConfigError, match="hot_text_rows"):
+            make_config({"exact_dedup": {"hot_text_rows": bad}})

@@ -76,7 +76,8 @@ DEFAULTS: dict[str, Any] = {
             "new_line_ratio": 0.3,
         },
     },
-    "exact_dedup": {"enabled": True},
+    # A text with more copies is joined back to its rows in slices of about this many.
+    "exact_dedup": {"enabled": True, "hot_text_rows": 100000},
     "near_dedup": {
         "enabled": True,
         "ngram": 5,
@@ -116,6 +117,9 @@ def _validate(cfg: dict) -> None:
     for gate, gate_cfg in cfg["quality"].items():
         if gate_cfg["mode"] not in GATE_MODES:
             raise ConfigError(f"quality.{gate}.mode must be one of {GATE_MODES}, got {gate_cfg['mode']!r}")
+    hot = cfg["exact_dedup"]["hot_text_rows"]
+    if isinstance(hot, bool) or not isinstance(hot, int) or hot < 1:
+        raise ConfigError(f"exact_dedup.hot_text_rows must be an integer >= 1, got {hot!r}")
     near = cfg["near_dedup"]
     if near["verify"] not in ("none", "signature", "exact"):
         raise ConfigError(f"near_dedup.verify must be none|signature|exact, got {near['verify']!r}")

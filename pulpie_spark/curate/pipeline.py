@@ -90,7 +90,8 @@ def curate(df: DataFrame, cfg: dict, *, text_col: str = "text",
     dropped = scored.where(F.col("reason").isNotNull()).withColumn("duplicate_of", F.lit(None).cast("string"))
 
     if cfg["exact_dedup"]["enabled"]:
-        survivors = exact_dedup(survivors, keep_order, text_col)
+        survivors = exact_dedup(survivors, keep_order, text_col,
+                                hot_text_rows=cfg["exact_dedup"]["hot_text_rows"])
         survivors = survivors.withColumn(
             "reason", F.when(F.col("exact_duplicate_of").isNotNull(), F.lit("exact_duplicate")))
         survivors = survivors.withColumn(
