@@ -226,18 +226,6 @@ def _find_char(s: str, ch: str, start: int, end: int) -> int:
     return s.find(ch, start, end)
 
 
-def _is_space(s: str) -> bool:
-    """``s.isspace()``."""
-    if cython.compiled:  # (a method call from compiled code costs more than the usual short scan)
-        if not s:
-            return False
-        for ch in s:
-            if not ch.isspace():
-                return False
-        return True
-    return s.isspace()
-
-
 def _find(s: str, sub: str, start: int) -> int:
     """``s.find(sub, start)``."""
     if cython.compiled:
@@ -250,6 +238,18 @@ def _starts_with(s: str, prefix: str, start: int) -> bool:
     if cython.compiled:
         return PyUnicode_Tailmatch(s, prefix, start, len(s), -1) == 1
     return s.startswith(prefix, start)
+
+
+def _is_space(s: str) -> bool:
+    """``s.isspace()``."""
+    if cython.compiled:  # (a method call from compiled code costs more than the usual short scan)
+        if not s:
+            return False
+        for ch in s:
+            if not ch.isspace():
+                return False
+        return True
+    return s.isspace()
 
 
 def _attr_value(attrs: str, key: str, default=None):
