@@ -58,7 +58,7 @@ cpdef bint _is_hidden(_El el, _El parent)
                el=_El, parent=_El, cur=_El, last=_El, prev=_El, root=_El,
                stack=list, post_order=list, tables=list, lists=list, contexts=list, info=tuple,
                flags=Py_ssize_t, context_of=Py_ssize_t, context_kind=Py_ssize_t,
-               raw_tag=str, text=str, tag=str, name=str, attrs_s=str, attrs=str, skip_tag=str,
+               raw_tag=str, text=str, tag=str, attrs_s=str, attrs=str, skip_tag=str,
                tail_mode=str)
 cpdef tuple _build_tree(str s)
 
@@ -121,7 +121,8 @@ cpdef str _open_tag(_El el)
 @cython.locals(by_attrs=dict, start_tag=str, attrs=str)
 cpdef str _start_tag(_El el, dict start_tags)
 
-@cython.locals(attrs=str, src=str)
+@cython.locals(src=str)
+cpdef str _kept_src(str attrs)
 cpdef bint _img_has_src(_El el)
 
 @cython.locals(node=_El, total=Py_ssize_t, meaningful=bint, excluded=bint, tag=str, kids=list,

@@ -945,7 +945,7 @@ def _serialize(top, item_id: str) -> str:
         kids = node[_KIDS]
         tail = node[_TAIL] if node is not top else None
         # libxml2 writes no end tag for void elements, nor for an empty <li>.
-        if (tag in _LIBXML_VOID or tag == "li") and not kids and not node[_TEXT]:
+        if tag in _END_TAGLESS and not kids and not node[_TEXT]:
             if tail:
                 parts.append(_esc_text(tail))
             continue
@@ -977,6 +977,12 @@ def _shortened(tag: str, kids: list) -> list:
     return kids
 
 
+def _kept_src(attrs: str) -> str:
+    """An <img>'s src as rule 7 keeps it: stripped, "" when empty or a data:image URI."""
+    src = _attr_value(attrs, _SRC, "").strip()
+    return "" if src.startswith("data:image/") else src
+
+
 def _open_tag(el: _El) -> str:
     """Rule 7 on a start tag: ``<tag`` with class and id (img: src unless a data:image URI,
     and alt), values stripped, serialized (no closing ``>``)."""
@@ -986,8 +992,8 @@ def _open_tag(el: _El) -> str:
     if attrs is None:
         return out
     if tag == "img":
-        src = _attr_value(attrs, _SRC, "").strip()
-        if src and not src.startswith("data:image/"):
+        src = _kept_src(attrs)
+        if src:
             out += _attr("src", src)
         alt = _attr_value(attrs, _ALT, "").strip()
         if alt:
@@ -1022,11 +1028,7 @@ def _start_tag(el: _El, start_tags: dict) -> str:
 
 
 def _img_has_src(el: _El) -> bool:
-    attrs = el.attrs
-    if attrs is None:
-        return False
-    src = _attr_value(attrs, _SRC, "").strip()
-    return bool(src) and not src.startswith("data:image/")
+    return el.attrs is not None and _kept_src(el.attrs) != ""
 
 
 def _render(top: _El, text, kids: list, no_tail, item_id: str, cutoff_length: int,
