@@ -54,12 +54,12 @@ def main() -> None:
 
     from pulpie_spark.curate.config import make_config
     from pulpie_spark.curate.near_dedup import near_dedup
-    from pulpie_spark.spark import get_spark
+    from pulpie_spark.session import get_spark
 
     spark = get_spark("dedup-scaling", conf={"spark.sql.shuffle.partitions": args.shuffle_partitions},
                       master=args.master)
     spark.sparkContext.setLogLevel("ERROR")
-    cfg = make_config()["near_dedup"]
+    cfg = make_config().near_dedup
     # warm-up: JVM, Python workers, first-job overheads are not part of the scaling
     warm = spark.createDataFrame(make_docs(200, seed=99), "doc_id string, text string")
     near_dedup(warm, cfg)[0].where(F.col("near_duplicate_of").isNotNull()).count()

@@ -13,12 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pulpie_spark.cli import SparkJob, run_job  # noqa: E402
+from pulpie_spark.cli import SparkJob, run_job
+from pulpie_spark.curate.quality import GATE_NAMES
 
 log = logging.getLogger("pulpie_spark.curate")
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "conf" / "curate.toml"
@@ -41,7 +39,7 @@ class CurateJob(SparkJob):
         parser.add_argument("--verify", default=None, choices=["none", "signature", "exact"],
                             help="override near_dedup.verify")
         parser.add_argument("--tag-only", action="store_true",
-                            help="every quality gate tags instead of dropping")
+                            help="every quality gate (" + ", ".join(GATE_NAMES) + ") tags instead of dropping")
 
     def run(self, spark, args: argparse.Namespace) -> int:
         from pulpie_spark.curate.config import load_config
@@ -59,7 +57,7 @@ class CurateJob(SparkJob):
         if args.verify:
             overrides.setdefault("near_dedup", {})["verify"] = args.verify
         if args.tag_only:
-            overrides["quality"] = {g: {"mode": "tag"} for g in ("gopher_quality", "gopher_repetition", "c4", "fineweb")}
+            overrides["quality"] = {gate: {"mode": "tag"} for gate in GATE_NAMES}
         cfg = load_config(args.config, overrides)
 
         df = read_table(spark, args.input, args.input_format)

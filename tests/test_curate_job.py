@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from pulpie_spark.curate.normalize import normalization_fingerprint
-from test_minhash import edit_to_jaccard
 from pulpie_spark.curate.quality import evaluate_quality
-from test_quality import GOOD
+from helpers_data import GOOD, edit_to_jaccard
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jobs"))
 
@@ -122,13 +121,13 @@ def _long_prose(n_words: int) -> str:
 
 def test_row_over_deadline_gets_failure_and_keeps_its_text():
     from pulpie_spark.curate.config import load_config
-    from pulpie_spark.curate.spark import guarded_normalize_and_score
+    from pulpie_spark.curate.spark_adapter import guarded_normalize_and_score
 
     cfg = load_config(None, {})
     text = _long_prose(300_000)
-    slow = guarded_normalize_and_score(text, cfg["normalize"], cfg["quality"], seconds=0.2)
+    slow = guarded_normalize_and_score(text, cfg.normalize, cfg.quality, seconds=0.2)
     assert slow["failure"] == "timeout" and slow["text"] == text and slow["score"] is None
-    fast = guarded_normalize_and_score(GOOD, cfg["normalize"], cfg["quality"], seconds=30)
+    fast = guarded_normalize_and_score(GOOD, cfg.normalize, cfg.quality, seconds=30)
     assert fast["failure"] is None and fast["text"] and fast["score"] is not None
 
 

@@ -14,7 +14,7 @@ from pulpie_spark.curate.config import make_config
 from pulpie_spark.curate.exact_dedup import exact_dedup, text_sha256
 from pulpie_spark.curate.keep import pick_representative
 from pulpie_spark.curate.near_dedup import connected_components, near_dedup
-from test_minhash import edit_to_jaccard, random_doc
+from helpers_data import edit_to_jaccard, random_doc
 
 SCHEMA = "doc_id string, text string, quality_score double, warc_date string"
 
@@ -31,7 +31,7 @@ def test_exact_dedup_keep_policy(spark):
         ("d8", "alone", 1.0, None),
     ]
     df = spark.createDataFrame(rows, SCHEMA)
-    out = {r["doc_id"]: r for r in exact_dedup(df, make_config()["keep"]["order"]).collect()}
+    out = {r["doc_id"]: r for r in exact_dedup(df, make_config().keep.order).collect()}
     assert {k: v["exact_duplicate_of"] for k, v in out.items()} == {
         "d1": "d2", "d2": None, "d3": "d2", "d4": "d5", "d5": None, "d6": None, "d7": "d6", "d8": None}
     assert out["d1"]["exact_group_size"] == 3 and out["d8"]["exact_group_size"] == 1
@@ -42,7 +42,7 @@ def test_exact_dedup_keep_policy(spark):
 
 
 def _exact_rows(df, **kwargs):
-    return sorted((tuple(r) for r in exact_dedup(df, make_config()["keep"]["order"], **kwargs).collect()),
+    return sorted((tuple(r) for r in exact_dedup(df, make_config().keep.order, **kwargs).collect()),
                   key=lambda r: tuple("" if v is None else str(v) for v in r))
 
 
@@ -78,7 +78,7 @@ def test_exact_dedup_hot_key(spark, hot_text_rows):
             for i in range(5000)]
     rows += [(f"u{i:03d}", f"unique page {i}", 0.5, "2024-01-01") for i in range(300)]
     rng.shuffle(rows)
-    out = exact_dedup(spark.createDataFrame(rows, SCHEMA).repartition(6), make_config()["keep"]["order"],
+    out = exact_dedup(spark.createDataFrame(rows, SCHEMA).repartition(6), make_config().keep.order,
                       hot_text_rows=hot_text_rows)
     got = {r["doc_id"]: (r["exact_group_size"], r["exact_duplicate_of"]) for r in out.collect()}
     assert len(got) == 5300
@@ -177,7 +177,7 @@ def _planted_docs():
     return docs, high, low
 
 
-NEAR_CFG = make_config({"near_dedup": {"max_component_size": 4}})["near_dedup"]
+NEAR_CFG = make_config({"near_dedup": {"max_component_size": 4}}).near_dedup
 
 
 def _run_near(spark, docs, partitions):
@@ -245,11 +245,11 @@ def test_hot_bucket_guard_and_exact_verification(spark):
     docs = [(f"h{i}", " ".join(base)) for i in range(5)]
     docs.append(("z0", " ".join(random_doc(rng, 120))))
     df = spark.createDataFrame([(d, t, 1.0, None) for d, t in docs], SCHEMA)
-    capped = make_config({"near_dedup": {"max_bucket_size": 4, "verify": "exact"}})["near_dedup"]
+    capped = make_config({"near_dedup": {"max_bucket_size": 4, "verify": "exact"}}).near_dedup
     out, stats = near_dedup(df, capped)
     assert stats["buckets_over_limit"] == 14 and stats["candidate_edges"] == 0
     assert out.where(F.col("near_duplicate_of").isNotNull()).count() == 0
-    exact = make_config({"near_dedup": {"verify": "exact"}})["near_dedup"]
+    exact = make_config({"near_dedup": {"verify": "exact"}}).near_dedup
     out, stats = near_dedup(df, exact)
     dup_of = {r["doc_id"]: r["near_duplicate_of"] for r in out.collect()}
     assert dup_of == {"h0": None, "h1": "h0", "h2": "h0", "h3": "h0", "h4": "h0", "z0": None}

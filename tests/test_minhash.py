@@ -8,23 +8,10 @@ import random
 import numpy as np
 import pytest
 
+from helpers_data import edit_to_jaccard, random_doc
+
 from pulpie_spark.curate import minhash
-
-
-def random_doc(rng: random.Random, n_words: int) -> list[str]:
-    return [f"w{rng.randrange(10**7)}" for _ in range(n_words)]
-
-
-def edit_to_jaccard(words: list[str], target: float, rng: random.Random, ngram: int = 5) -> list[str]:
-    """Copy of ``words`` with tokens replaced at positions >= ngram apart, so that each
-    edit replaces exactly ``ngram`` shingles: J = (m - 5k) / (m + 5k)."""
-    m = len(words) - ngram + 1
-    k = round(m * (1 - target) / (ngram * (1 + target)))
-    positions = list(range(ngram - 1, len(words) - ngram + 1, ngram))
-    out = list(words)
-    for pos in sorted(rng.sample(positions, k)):
-        out[pos] = f"x{rng.randrange(10**9)}"
-    return out
+from pulpie_spark.curate.config import NearDedupConfig
 
 
 def planted_pairs(levels, per_level, n_words=300, seed=0):
@@ -89,10 +76,15 @@ def test_lsh_params_match_datasketch():
     lsh = pytest.importorskip("datasketch.lsh")
     for threshold, num_perm in [(0.7, 112), (0.8, 128), (0.5, 64)]:
         assert minhash.optimal_bands_rows(threshold, num_perm) == lsh._optimal_param(threshold, num_perm, 0.5, 0.5)
-    assert minhash.lsh_params({"bands": 14, "rows": 8, "threshold": 0.7, "num_perm": 112}) == (14, 8)
-    assert minhash.lsh_params({"bands": 0, "rows": 0, "threshold": 0.7, "num_perm": 112}) == (12, 9)
-    # FineWeb's 14 x 8: P(candidate | J = 0.8) ~ 0.92 (anchors.md)
-    assert minhash.candidate_probability(0.8, 14, 8) == pytest.approx(0.924, abs=0.005)
+    assert minhash.lsh_params(NearDedupConfig(bands=14, rows=8, threshold=0.7, num_perm=112)) == (14, 8)
+    assert minhash.lsh_params(NearDedupConfig(bands=0, rows=0, threshold=0.7, num_perm=112)) == (12, 9)
+    # FineWeb's 14 x 8: P(candidate | J = 0.8) = 1 - (1 - 0.8^8)^14 ~ 0.92 (anchors.md),
+    # measured on the live banding of planted pairs at J = 0.8
+    assert 1 - (1 - 0.8 ** 8) ** 14 == pytest.approx(0.924, abs=0.005)
+    pairs = planted_pairs([0.8], 200, n_words=300, seed=11)
+    bands = minhash.band_hashes(minhash.signatures([t for pair in pairs for t in pair]), 14, 8)
+    rate = float(np.mean([(bands[2 * i] == bands[2 * i + 1]).any() for i in range(len(pairs))]))
+    assert 0.86 <= rate <= 0.98
 
 
 def test_planted_recall_and_false_positives_with_verification():

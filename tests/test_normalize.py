@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulpie_spark.curate.config import ConfigError, DEFAULTS, load_config, make_config
+from pulpie_spark.curate.config import ConfigError, NormalizeConfig, load_config, make_config
 from pulpie_spark.curate.normalize import NORMALIZE_VERSION, normalization_fingerprint, normalize_text
 
 
@@ -26,8 +26,8 @@ def test_zero_width_joiners_survive():
 
 
 def test_switches_turn_steps_off():
-    cfg = dict(DEFAULTS["normalize"], unicode_form="none", collapse_spaces=False, max_blank_lines=-1,
-               strip_invisible_chars=False)
+    cfg = NormalizeConfig().with_overrides(unicode_form="none", collapse_spaces=False, max_blank_lines=-1,
+                                           strip_invisible_chars=False)
     raw = "\uff21  b\u200b\n\n\n\nc "
     assert normalize_text(raw, cfg) == raw
     assert normalize_text(None) is None
@@ -40,10 +40,21 @@ def test_idempotent():
     assert normalize_text(once) == once
 
 
+def test_config_dict_and_hash_are_the_recorded_form():
+    from pulpie_spark.curate.config import config_hash
+
+    cfg = make_config()
+    plain = cfg.to_dict()
+    assert plain["keep"]["order"] == [["quality_score", "desc"], ["warc_date", "asc"], ["doc_id", "asc"]]
+    assert plain["quality"]["gopher_repetition"]["top_n_grams"] == [[2, 0.2], [3, 0.18], [4, 0.16]]
+    assert config_hash(cfg) == config_hash(plain) == "dd18cfa729d723ce"  # unchanged by the typed config
+    assert make_config(plain) == cfg
+
+
 def test_fingerprint_changes_with_config_and_is_stable():
     h1, js = normalization_fingerprint()
-    h2, _ = normalization_fingerprint(dict(DEFAULTS["normalize"]))
-    h3, _ = normalization_fingerprint(dict(DEFAULTS["normalize"], unicode_form="NFC"))
+    h2, _ = normalization_fingerprint(NormalizeConfig())
+    h3, _ = normalization_fingerprint(NormalizeConfig(unicode_form="NFC"))
     assert h1 == h2 != h3 and len(h1) == 16
     assert f'"version":"{NORMALIZE_VERSION}"' in js
 
@@ -56,11 +67,26 @@ def test_config_file_and_errors(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text('[quality.c4]\nmode = "tag"\n[near_dedup]\nbands = 0\nrows = 0\n', encoding="utf-8")
     cfg = load_config(path)
-    assert cfg["quality"]["c4"]["mode"] == "tag" and cfg["quality"]["fineweb"]["mode"] == "drop"
-    with pytest.raises(ConfigError):
+    assert cfg.quality["c4"].mode == "tag" and cfg.quality["fineweb"].mode == "drop"
+    assert (cfg.near_dedup.bands, cfg.near_dedup.rows) == (0, 0)
+    with pytest.raises(ConfigError, match="quality.c4.mode"):
         make_config({"quality": {"c4": {"mode": "maybe"}}})
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="near_dedup.bandz"):
         make_config({"near_dedup": {"bandz": 3}})
+    with pytest.raises(ConfigError, match="unknown curate config key 'neardedup'"):
+        make_config({"neardedup": {}})
+    with pytest.raises(ConfigError, match="quality.fineweb.short_line_thr"):
+        make_config({"quality": {"fineweb": {"short_line_thr": "high"}}})
+    with pytest.raises(ConfigError, match="normalize.unicode_form"):
+        make_config({"normalize": {"unicode_form": "NFX"}})
+    with pytest.raises(ConfigError, match="keep.order"):
+        make_config({"keep": {"order": [["doc_id", "up"]]}})
+    with pytest.raises(ConfigError, match="near_dedup.bands"):
+        make_config({"near_dedup": {"bands": 20, "rows": 8}})
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[quality.gopher_quality]\nmin_doc_words = "fifty"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="quality.gopher_quality.min_doc_words"):
+        load_config(bad)
     for bad in (0, 2.5, True, "100"):
         with pytest.raises(ConfigError, match="hot_text_rows"):
             make_config({"exact_dedup": {"hot_text_rows": bad}})

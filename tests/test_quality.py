@@ -3,32 +3,24 @@ n-gram repetition against a direct port of datatrove's loops, gate modes."""
 
 from __future__ import annotations
 
-import copy
 import math
+import pickle
 from collections import Counter
 
 import pytest
 
-from pulpie_spark.curate.config import DEFAULTS
-from pulpie_spark.curate.quality import (c4, evaluate_quality, fineweb, gopher_quality, gopher_repetition,
-                                         quality_frame, signal_names, word_tokenize)
+from helpers_data import GOOD
+from pulpie_spark.curate.config import ConfigError, QualityConfig, make_config
+from pulpie_spark.curate.quality import (GATE_NAMES, GATES, C4Config, FineWebConfig, GopherQualityConfig,
+                                         GopherRepetitionConfig, _n_rules, c4, evaluate_quality, fineweb,
+                                         gopher_quality, gopher_repetition, signal_names, word_tokenize)
 
-GOOD = "\n".join([
-    "The river flows quietly through the valley and feeds the old mill with water.",
-    "Farmers have worked these fields for generations, planting wheat and barley.",
-    "In spring the meadows turn green, and children walk to school along the banks.",
-    "A small museum explains how the mill was built and why it mattered to the town.",
-    "Visitors often stop at the bakery that still uses flour ground on the stones.",
-    "Local historians say that the first wooden wheel was replaced with iron in 1870.",
-    "Today the building is maintained by volunteers who repair the roof each summer.",
-])
-GQ, GR, C4, FW = (DEFAULTS["quality"][g] for g in ("gopher_quality", "gopher_repetition", "c4", "fineweb"))
+QUALITY = QualityConfig()
+GQ, GR, C4, FW = (QUALITY[g] for g in ("gopher_quality", "gopher_repetition", "c4", "fineweb"))
 
 
 def cfg_with(gate_cfg, **changes):
-    out = copy.deepcopy(gate_cfg)
-    out.update(changes)
-    return out
+    return gate_cfg.with_overrides(**changes)
 
 
 def test_good_document_passes_every_gate():
@@ -90,9 +82,9 @@ def _datatrove_all_dup(words, n):
 def test_ngram_signals_match_datatrove_loops(text):
     signals, _ = gopher_repetition(text, GR)
     words = word_tokenize(text)
-    for n, _ in GR["top_n_grams"]:
+    for n, _ in GR.top_n_grams:
         assert signals[f"gr_top_{n}_gram_frac"] == pytest.approx(_datatrove_top(words, n) / len(text))
-    for n, _ in GR["dup_n_grams"]:
+    for n, _ in GR.dup_n_grams:
         assert signals[f"gr_dup_{n}_gram_frac"] == pytest.approx(_datatrove_all_dup(words, n) / len(text))
 
 
@@ -137,9 +129,7 @@ def test_c4_rules_and_line_filter():
 
 
 def test_c4_rewrite_text_in_evaluate():
-    cfg = copy.deepcopy(DEFAULTS["quality"])
-    cfg["c4"]["rewrite_text"] = True
-    cfg["fineweb"]["mode"] = "off"
+    cfg = QUALITY.with_overrides(c4={"rewrite_text": True}, fineweb={"mode": "off"})
     assert evaluate_quality(GOOD + "\nMenu", cfg).text == GOOD
     assert evaluate_quality(GOOD + "\nMenu").text == GOOD + "\nMenu"
 
@@ -169,20 +159,56 @@ def test_modes_drop_tag_off():
     dropped = evaluate_quality(short)
     assert dropped.drop_reason == "gopher_quality:gopher_short_doc"
     assert "gopher_quality:gopher_short_doc" in dropped.fails and 0 < dropped.score < 1
-    cfg = copy.deepcopy(DEFAULTS["quality"])
-    cfg["gopher_quality"]["mode"] = "tag"
+    cfg = QUALITY.with_overrides(gopher_quality={"mode": "tag"})
     tagged = evaluate_quality(short, cfg)
     assert "gopher_quality:gopher_short_doc" in tagged.fails
     assert tagged.drop_reason is not None and not tagged.drop_reason.startswith("gopher_quality")
-    for gate in cfg:
-        cfg[gate]["mode"] = "off"
+    cfg = cfg.with_overrides(**{gate: {"mode": "off"} for gate in cfg})
     off = evaluate_quality(short, cfg)
     assert off.fails == [] and off.drop_reason is None and off.score == 1.0
     assert all(math.isnan(v) for v in off.signals.values())
 
 
-def test_quality_frame_batch_and_bad_input():
-    frame = quality_frame([GOOD, "", "The cat.", "\x00\x00"])
-    assert len(frame) == 4 and list(frame.columns[: len(signal_names())]) == signal_names()
-    assert frame["quality_drop_reason"].isna().tolist() == [True, False, False, False]
-    assert frame.loc[1, "quality_drop_reason"] == "gopher_quality:gopher_short_doc"
+def test_batch_of_texts_and_bad_input():
+    results = [evaluate_quality(t) for t in [GOOD, "", "The cat.", "\x00\x00"]]
+    assert len(results) == 4 and all(list(r.signals) == signal_names() for r in results)
+    assert [r.drop_reason is None for r in results] == [True, False, False, False]
+    assert results[1].drop_reason == "gopher_quality:gopher_short_doc"
+    assert [r.text for r in results] == [GOOD, "", "The cat.", "\x00\x00"]
+
+
+# ------------------------------------------------------------------ the gate registry
+def test_registry_declares_every_gate_rule_and_signal():
+    assert GATE_NAMES == ("gopher_quality", "gopher_repetition", "c4", "fineweb")
+    assert tuple(QUALITY) == GATE_NAMES
+    assert [type(QUALITY[g.name]) for g in GATES] == [GopherQualityConfig, GopherRepetitionConfig, C4Config,
+                                                      FineWebConfig]
+    # the rule counts of quality_score: 10, 4 + 3 top + 6 dup n-gram rules, 3, 4
+    assert [_n_rules(g, QUALITY[g.name]) for g in GATES] == [10, 13, 3, 4]
+    short_gr = GR.with_overrides(top_n_grams=[[2, 0.2]], dup_n_grams=[])
+    assert _n_rules(GATES[1], short_gr) == 5
+    # the declared signals are exactly what the gates compute, in order
+    for text in (GOOD, "", "The cat.", "buy now " * 40):
+        assert list(evaluate_quality(text).signals) == signal_names()
+    assert signal_names(QUALITY.with_overrides(gopher_repetition={"top_n_grams": [[3, 0.1]]})).count(
+        "gr_top_3_gram_frac") == 1
+    # every failed rule is a declared rule of its gate
+    texts = [GOOD, "The cat sat.", "buy now " * 40, "lorem ipsum {\n" * 9, "\n".join("a b c" for _ in range(50))]
+    declared = {f"{g.name}:{rule}" for g in GATES for rule in g.rules(QUALITY[g.name])}
+    failed = {rule for t in texts for rule in evaluate_quality(t).fails}
+    assert failed and failed <= declared
+
+
+def test_gate_config_overrides_are_checked_copies():
+    c4_strict = C4.with_overrides(min_num_sentences=9)
+    assert c4_strict.min_num_sentences == 9 and C4.min_num_sentences == 5
+    per_lang = QUALITY.with_overrides(c4={"min_num_sentences": 9})
+    assert per_lang["c4"] == c4_strict and per_lang["fineweb"] is QUALITY["fineweb"]
+    with pytest.raises(ConfigError, match="min_num_sentences"):
+        C4.with_overrides(min_num_sentences="nine")
+    with pytest.raises(ConfigError, match="quality.c4.min_sentences"):
+        C4.with_overrides(min_sentences=3)
+    with pytest.raises(ConfigError, match="quality.klingon"):
+        QUALITY.with_overrides(klingon={"mode": "drop"})
+    cfg = make_config()
+    assert pickle.loads(pickle.dumps(cfg)) == cfg  # shipped to executors in UDF closures

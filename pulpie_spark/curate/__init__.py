@@ -1,7 +1,7 @@
 """Curation: normalization, quality gates, exact and MinHash near dedup, report.
 
 Pure cores (no Spark): ``normalize``, ``quality``, ``minhash``, ``keep``.
-Spark: ``spark`` (Pandas UDF adapters), ``exact_dedup``, ``near_dedup``, ``pipeline``
+Spark: ``spark_adapter`` (Pandas UDF adapters), ``exact_dedup``, ``near_dedup``, ``pipeline``
 (``curate(df, cfg)``), ``report``. Settings: ``config`` / ``conf/curate.toml``.
 See docs/curation.md.
 """

@@ -19,13 +19,12 @@ order-reversing encoding of it (see :func:`_ascending_key`).
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from pulpie_spark.curate.keep import effective_order
+from pulpie_spark.curate.keep import KeepOrder, effective_order
 
 
 def text_sha256(text: str) -> str:
@@ -89,7 +88,7 @@ def _row_fingerprint(df: DataFrame, text_col: str) -> Column:
     return F.xxhash64(*cols) if cols else F.lit(0).cast("long")
 
 
-def exact_dedup(df: DataFrame, keep_order: Sequence[Sequence[str]] | None = None,
+def exact_dedup(df: DataFrame, keep_order: KeepOrder = None,
                 text_col: str = "text", hot_text_rows: int = 100_000) -> DataFrame:
     """Add ``text_sha256``, ``exact_group_size`` and ``exact_duplicate_of`` (the kept
     doc_id for removed copies, null for the kept one). Rows are not dropped here; rows

@@ -9,13 +9,20 @@ nulls always sort last.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, Union
 
-DEFAULT_ORDER: list[list[str]] = [["quality_score", "desc"], ["warc_date", "asc"], ["doc_id", "asc"]]
+from pulpie_spark.curate.config import KeepConfig
+
+DEFAULT_ORDER: tuple[tuple[str, str], ...] = KeepConfig().order
+
+# the ``[keep]`` section, or its ``order`` list of (column, "asc" | "desc")
+KeepOrder = Union[KeepConfig, Sequence[Sequence[str]], None]
 
 
-def effective_order(order: Sequence[Sequence[str]] | None, columns: Iterable[str]) -> list[tuple[str, str]]:
+def effective_order(order: KeepOrder, columns: Iterable[str]) -> list[tuple[str, str]]:
     """The policy restricted to existing columns, with doc_id asc as final tie-breaker."""
+    if isinstance(order, KeepConfig):
+        order = order.order
     available = set(columns)
     out: list[tuple[str, str]] = []
     for col, direction in (order or DEFAULT_ORDER):
@@ -25,7 +32,7 @@ def effective_order(order: Sequence[Sequence[str]] | None, columns: Iterable[str
     return out
 
 
-def spark_order(order: Sequence[Sequence[str]] | None, columns: Iterable[str]):
+def spark_order(order: KeepOrder, columns: Iterable[str]):
     """Spark sort expressions for a Window.orderBy / DataFrame.orderBy."""
     from pyspark.sql import functions as F
 
@@ -35,7 +42,7 @@ def spark_order(order: Sequence[Sequence[str]] | None, columns: Iterable[str]):
     return exprs
 
 
-def pick_representative(rows: Sequence[Mapping], order: Sequence[Sequence[str]] | None = None) -> Mapping:
+def pick_representative(rows: Sequence[Mapping], order: KeepOrder = None) -> Mapping:
     """Pure-Python reference of the same policy (used in tests and small tools)."""
     if not rows:
         raise ValueError("pick_representative needs at least one row")

@@ -31,7 +31,8 @@ from functools import lru_cache
 
 import numpy as np
 
-MERSENNE_61 = np.uint64((1 << 61) - 1)
+from pulpie_spark.curate.config import NearDedupConfig
+
 _U32 = np.uint64(0xFFFFFFFF)
 _EMPTY = np.uint32(0xFFFFFFFF)
 _MAX_VALUE = np.uint64(0xFFFFFFFE)  # a shingle's value never equals the empty marker
@@ -106,18 +107,6 @@ def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     if size <= _BATCH_CHARS + 2:
         _POW_CACHE["p"], _POW_CACHE["q"] = p, q
     return p[:n], q[:n]
-
-
-@lru_cache(maxsize=16)
-def permutations(num_perm: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(a, b) coefficients, shape (num_perm,), uint64; deterministic in (num_perm, seed).
-    Kept for API compatibility; signatures use one-permutation hashing."""
-    rng = np.random.Generator(np.random.PCG64(seed))
-    a = rng.integers(1, (1 << 61) - 1, size=num_perm, dtype=np.uint64)
-    b = rng.integers(0, (1 << 61) - 1, size=num_perm, dtype=np.uint64)
-    a.setflags(write=False)
-    b.setflags(write=False)
-    return a, b
 
 
 def words(text: str) -> list[str]:
@@ -278,18 +267,6 @@ def _oph(h: np.ndarray, doc: np.ndarray, n_docs: int, num_perm: int, seed: int) 
     return sig
 
 
-def signatures_from_hashes(hash_lists: Sequence[np.ndarray], num_perm: int = 112,
-                           seed: int = 1) -> np.ndarray:
-    """(n_docs, num_perm) uint32 signatures; a document without shingles gets all 0xFFFFFFFF."""
-    n_docs = len(hash_lists)
-    lengths = np.fromiter((len(h) for h in hash_lists), dtype=np.int64, count=n_docs)
-    if lengths.sum() == 0:
-        return np.full((n_docs, num_perm), _EMPTY, dtype=np.uint32)
-    h = np.concatenate([np.asarray(x, dtype=np.uint64) for x in hash_lists if len(x)])
-    doc = np.repeat(np.arange(n_docs), lengths)
-    return _oph(h, doc, n_docs, num_perm, seed)
-
-
 def signatures(texts: Sequence[str | None], ngram: int = 5, num_perm: int = 112,
                seed: int = 1) -> np.ndarray:
     """MinHash signatures of a batch of texts, (n_docs, num_perm) uint32."""
@@ -349,13 +326,8 @@ def optimal_bands_rows(threshold: float, num_perm: int, fp_weight: float = 0.5,
     return best
 
 
-def candidate_probability(jaccard_value: float, bands: int, rows: int) -> float:
-    """P(two documents share at least one band) at a given Jaccard."""
-    return 1 - (1 - jaccard_value ** rows) ** bands
-
-
-def lsh_params(near_cfg) -> tuple[int, int]:
+def lsh_params(near_cfg: NearDedupConfig) -> tuple[int, int]:
     """Configured (bands, rows), or derived from the threshold when both are 0."""
-    if near_cfg["bands"] and near_cfg["rows"]:
-        return int(near_cfg["bands"]), int(near_cfg["rows"])
-    return optimal_bands_rows(near_cfg["threshold"], near_cfg["num_perm"])
+    if near_cfg.bands and near_cfg.rows:
+        return int(near_cfg.bands), int(near_cfg.rows)
+    return optimal_bands_rows(near_cfg.threshold, near_cfg.num_perm)

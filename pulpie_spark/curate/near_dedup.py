@@ -18,14 +18,14 @@ Design choices, each against a failure seen at scale:
 from __future__ import annotations
 
 import logging
-from typing import Mapping, Sequence
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from pulpie_spark.curate import minhash
-from pulpie_spark.curate.keep import spark_order
-from pulpie_spark.curate.spark import exact_similarity_udf, signature_similarity, signature_udf
+from pulpie_spark.curate.config import NearDedupConfig
+from pulpie_spark.curate.keep import KeepOrder, spark_order
+from pulpie_spark.curate.spark_adapter import exact_similarity_udf, signature_similarity, signature_udf
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def _cut_lineage(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
-def minhash_bands(df: DataFrame, near_cfg: Mapping, text_col: str = "text") -> DataFrame:
+def minhash_bands(df: DataFrame, near_cfg: NearDedupConfig, text_col: str = "text") -> DataFrame:
     """(doc_id, signature, bands) for every row with at least one word."""
     bands, rows = minhash.lsh_params(near_cfg)
     udf = signature_udf(near_cfg, bands, rows)
@@ -60,9 +60,9 @@ def candidate_edges(sigs: DataFrame, max_bucket_size: int) -> tuple[DataFrame, D
     return edges, buckets
 
 
-def verify_edges(edges: DataFrame, sigs: DataFrame, texts: DataFrame, near_cfg: Mapping) -> DataFrame:
+def verify_edges(edges: DataFrame, sigs: DataFrame, texts: DataFrame, near_cfg: NearDedupConfig) -> DataFrame:
     """Keep edges whose similarity reaches the threshold; adds ``similarity``."""
-    mode = near_cfg["verify"]
+    mode = near_cfg.verify
     if mode == "none":
         return edges.withColumn("similarity", F.lit(None).cast("double"))
     if mode == "signature":
@@ -70,12 +70,12 @@ def verify_edges(edges: DataFrame, sigs: DataFrame, texts: DataFrame, near_cfg: 
         sim = signature_similarity(F.col("a.signature"), F.col("b.signature"))
     else:
         side = texts.select("doc_id", F.col("text").alias("signature"))
-        sim = exact_similarity_udf(int(near_cfg["ngram"]), int(near_cfg["seed"]))(
+        sim = exact_similarity_udf(near_cfg.ngram, near_cfg.seed)(
             F.col("a.signature"), F.col("b.signature"))
     joined = (edges.join(side.alias("a"), F.col("src") == F.col("a.doc_id"))
               .join(side.alias("b"), F.col("dst") == F.col("b.doc_id"))
               .select("src", "dst", sim.alias("similarity")))
-    return joined.where(F.col("similarity") >= float(near_cfg["threshold"]))
+    return joined.where(F.col("similarity") >= float(near_cfg.threshold))
 
 
 def connected_components(edges: DataFrame, max_iterations: int = 40) -> tuple[DataFrame, int]:
@@ -113,25 +113,25 @@ def connected_components(edges: DataFrame, max_iterations: int = 40) -> tuple[Da
     return nodes.unionByName(roots).distinct(), iterations
 
 
-def near_dedup(df: DataFrame, near_cfg: Mapping, keep_order: Sequence[Sequence[str]] | None = None,
+def near_dedup(df: DataFrame, near_cfg: NearDedupConfig, keep_order: KeepOrder = None,
                text_col: str = "text") -> tuple[DataFrame, dict]:
     """Annotate ``df`` (needs doc_id, text and the keep-policy columns) with
     ``near_component`` (root doc_id, null when alone), ``near_component_size``,
     ``near_component_too_large`` and ``near_duplicate_of`` (the representative, null for
     kept rows). Returns (annotated df, stats) ; rows are not dropped here."""
     sigs = minhash_bands(df, near_cfg, text_col).persist()
-    edges, buckets = candidate_edges(sigs, int(near_cfg["max_bucket_size"]))
+    edges, buckets = candidate_edges(sigs, near_cfg.max_bucket_size)
     buckets = buckets.persist()
     candidates = _cut_lineage(edges)
     verified = _cut_lineage(verify_edges(candidates, sigs, df.select("doc_id", text_col), near_cfg))
     n_verified = verified.count()
     if n_verified:
-        comps, iterations = connected_components(verified.select("src", "dst"), int(near_cfg["max_cc_iterations"]))
+        comps, iterations = connected_components(verified.select("src", "dst"), near_cfg.max_cc_iterations)
     else:  # nothing to link: skip the component rounds
         comps, iterations = df.sparkSession.createDataFrame([], "node string, root string"), 0
     sizes = comps.groupBy("root").agg(F.count(F.lit(1)).alias("near_component_size"))
     comps = _cut_lineage(comps.join(sizes, "root"))
-    limit = int(near_cfg["max_component_size"])
+    limit = near_cfg.max_component_size
 
     bands, rows = minhash.lsh_params(near_cfg)
     bucket_hist = {int(r["bucket_size"]): int(r["count"])
@@ -146,7 +146,7 @@ def near_dedup(df: DataFrame, near_cfg: Mapping, keep_order: Sequence[Sequence[s
         "verified_edges": n_verified,
         "cc_iterations": iterations,
         "bucket_size_histogram": dict(sorted(bucket_hist.items())),
-        "buckets_over_limit": sum(n for size, n in bucket_hist.items() if size > int(near_cfg["max_bucket_size"])),
+        "buckets_over_limit": sum(n for size, n in bucket_hist.items() if size > near_cfg.max_bucket_size),
         "component_size_histogram": dict(sorted(component_hist.items())),
         "components_over_limit": sum(n for size, n in component_hist.items() if size > limit),
     }

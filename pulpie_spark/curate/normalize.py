@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Iterable, Mapping
-
-from pulpie_spark.curate.config import DEFAULTS, config_hash, config_json
+from pulpie_spark.curate.config import NormalizeConfig, config_hash, config_json
 
 NORMALIZE_VERSION = "1"
 
@@ -28,35 +26,31 @@ _HSPACE = re.compile(r"[^\S\n]+")
 _SPACE_AROUND_NEWLINE = re.compile(r" ?\n ?")
 
 
-def normalize_text(text: str | None, cfg: Mapping | None = None) -> str | None:
+def normalize_text(text: str | None, cfg: NormalizeConfig | None = None) -> str | None:
     """Normalize one document; None stays None. ``cfg`` is the ``[normalize]`` section."""
     if text is None:
         return None
-    cfg = cfg or DEFAULTS["normalize"]
-    if cfg["normalize_line_endings"]:
+    cfg = cfg or NormalizeConfig()
+    if cfg.normalize_line_endings:
         text = _LINE_ENDINGS.sub("\n", text)
-    form = cfg["unicode_form"]
+    form = cfg.unicode_form
     if form != "none":
         text = unicodedata.normalize(form, text)
-    if cfg["strip_control_chars"]:
+    if cfg.strip_control_chars:
         text = _CONTROL.sub("", text)
-    if cfg["strip_invisible_chars"]:
+    if cfg.strip_invisible_chars:
         text = _INVISIBLE.sub("", text)
-    if cfg["collapse_spaces"]:
+    if cfg.collapse_spaces:
         text = _HSPACE.sub(" ", text)
         text = _SPACE_AROUND_NEWLINE.sub("\n", text)
         text = text.strip()
-    max_blank = cfg["max_blank_lines"]
+    max_blank = cfg.max_blank_lines
     if max_blank is not None and max_blank >= 0:
         text = re.sub("\n{%d,}" % (max_blank + 2), "\n" * (max_blank + 1), text)
     return text
 
 
-def normalize_many(texts: Iterable[str | None], cfg: Mapping | None = None) -> list[str | None]:
-    return [normalize_text(t, cfg) for t in texts]
-
-
-def normalization_fingerprint(cfg: Mapping | None = None) -> tuple[str, str]:
+def normalization_fingerprint(cfg: NormalizeConfig | None = None) -> tuple[str, str]:
     """(hash, JSON) of version + config: what is stored with the output."""
-    payload = {"version": NORMALIZE_VERSION, "config": dict(cfg or DEFAULTS["normalize"])}
+    payload = {"version": NORMALIZE_VERSION, "config": (cfg or NormalizeConfig()).to_dict()}
     return config_hash(payload), config_json(payload)

@@ -21,11 +21,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pulpie_spark.curate.config import config_hash, config_json
+from pulpie_spark import reasons
+from pulpie_spark.curate.config import CurateConfig, config_hash, config_json
 from pulpie_spark.curate.exact_dedup import exact_dedup
 from pulpie_spark.curate.near_dedup import near_dedup
 from pulpie_spark.curate.normalize import NORMALIZE_VERSION, normalization_fingerprint
-from pulpie_spark.curate.spark import normalize_and_score_udf
+from pulpie_spark.curate.spark_adapter import normalize_and_score_udf
 
 CURATE_VERSION = "1"
 STAGES = ("input", "quality", "exact_dedup", "near_dedup")
@@ -47,15 +48,16 @@ class CurateResult:
         return self.annotated.where(F.col("reason").isNotNull())
 
 
-def curate(df: DataFrame, cfg: dict, *, text_col: str = "text",
+def curate(df: DataFrame, cfg: CurateConfig, *, text_col: str = "text",
            storage: StorageLevel = StorageLevel.MEMORY_AND_DISK) -> CurateResult:
     """Annotate every row of an extracted table; see the module docstring."""
     if "doc_id" not in df.columns:
         raise ValueError("curate needs a stable `doc_id` column (see docs/architecture.md)")
     has_error = "error" in df.columns
-    norm_hash, _ = normalization_fingerprint(cfg["normalize"])
+    norm_hash, _ = normalization_fingerprint(cfg.normalize)
     udf = normalize_and_score_udf(cfg)
-    keep_order = cfg["keep"]["order"]
+    keep_order = cfg.keep
+    cfg_hash = config_hash(cfg)
 
     scored = (df.withColumn("_q", udf(F.col(text_col)))
               .withColumn(text_col, F.col("_q.text"))
@@ -67,33 +69,32 @@ def curate(df: DataFrame, cfg: dict, *, text_col: str = "text",
               .drop("_q")
               .withColumn("normalize_version", F.lit(NORMALIZE_VERSION))
               .withColumn("normalize_config_hash", F.lit(norm_hash))
-              .withColumn("curate_config_hash", F.lit(config_hash(cfg))))
+              .withColumn("curate_config_hash", F.lit(cfg_hash)))
     error_cond = F.col("error").isNotNull() & (F.col("error") != "") if has_error else F.lit(False)
     scored = scored.withColumn(
         "reason",
-        F.when(error_cond, F.lit("extract_error"))
+        F.when(error_cond, F.lit(reasons.EXTRACT_ERROR))
          .when(F.col("_failure").isNotNull(), F.col("_failure"))
-         .when(F.col(text_col).isNull(), F.lit("empty_text"))
-         .when(F.col("_drop").isNotNull(), F.concat(F.lit("quality:"), F.col("_drop"))),
+         .when(F.col(text_col).isNull(), F.lit(reasons.EMPTY_TEXT))
+         .when(F.col("_drop").isNotNull(), F.concat(F.lit(reasons.QUALITY_PREFIX), F.col("_drop"))),
     ).withColumn(
         "removed_stage",
         F.when(F.col("reason").isNull(), F.lit(None))
          .when(error_cond, F.lit("input"))
-         .when(F.col("reason").startswith("quality:") | F.col("_failure").isNotNull(), F.lit("quality"))
+         .when(F.col("reason").startswith(reasons.QUALITY_PREFIX) | F.col("_failure").isNotNull(), F.lit("quality"))
          .otherwise(F.lit("input")),
     ).drop("_drop", "_failure").persist(storage)
 
-    stats: dict = {"curate_version": CURATE_VERSION, "config_hash": config_hash(cfg),
-                   "config": cfg, "normalize_config_json": config_json(
-                       {"version": NORMALIZE_VERSION, "config": cfg["normalize"]})}
+    stats: dict = {"curate_version": CURATE_VERSION, "config_hash": cfg_hash,
+                   "config": cfg.to_dict(), "normalize_config_json": config_json(
+                       {"version": NORMALIZE_VERSION, "config": cfg.normalize.to_dict()})}
     survivors = scored.where(F.col("reason").isNull())
     dropped = scored.where(F.col("reason").isNotNull()).withColumn("duplicate_of", F.lit(None).cast("string"))
 
-    if cfg["exact_dedup"]["enabled"]:
-        survivors = exact_dedup(survivors, keep_order, text_col,
-                                hot_text_rows=cfg["exact_dedup"]["hot_text_rows"])
+    if cfg.exact_dedup.enabled:
+        survivors = exact_dedup(survivors, keep_order, text_col, hot_text_rows=cfg.exact_dedup.hot_text_rows)
         survivors = survivors.withColumn(
-            "reason", F.when(F.col("exact_duplicate_of").isNotNull(), F.lit("exact_duplicate")))
+            "reason", F.when(F.col("exact_duplicate_of").isNotNull(), F.lit(reasons.EXACT_DUPLICATE)))
         survivors = survivors.withColumn(
             "removed_stage", F.when(F.col("reason").isNotNull(), F.lit("exact_dedup")))
         survivors = survivors.withColumn("duplicate_of", F.col("exact_duplicate_of")).persist(storage)
@@ -104,11 +105,11 @@ def curate(df: DataFrame, cfg: dict, *, text_col: str = "text",
         exact_removed = None
         survivors = survivors.withColumn("duplicate_of", F.lit(None).cast("string"))
 
-    if cfg["near_dedup"]["enabled"]:
-        near, near_stats = near_dedup(survivors, cfg["near_dedup"], keep_order, text_col)
+    if cfg.near_dedup.enabled:
+        near, near_stats = near_dedup(survivors, cfg.near_dedup, keep_order, text_col)
         stats["near_dedup"] = near_stats
         survivors = (near.withColumn("reason", F.when(F.col("near_duplicate_of").isNotNull(),
-                                                       F.lit("near_duplicate")))
+                                                       F.lit(reasons.NEAR_DUPLICATE)))
                      .withColumn("removed_stage", F.when(F.col("reason").isNotNull(), F.lit("near_dedup")))
                      .withColumn("duplicate_of", F.coalesce(F.col("near_duplicate_of"), F.col("duplicate_of"))))
 

@@ -6,8 +6,6 @@ input rows (HTML, markdown) are not serialized to the Python workers.
 
 from __future__ import annotations
 
-from typing import Mapping
-
 import numpy as np
 import pandas as pd
 from pyspark.sql import Column
@@ -15,12 +13,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pulpie_spark.curate import minhash
+from pulpie_spark.curate.config import CurateConfig, NearDedupConfig, NormalizeConfig, QualityConfig
 from pulpie_spark.curate.normalize import normalize_text
 from pulpie_spark.curate.quality import evaluate_quality, signal_names
 from pulpie_spark.guards import call_with_deadline, page_seconds, reason_for_exception
 
 
-def quality_schema(qcfg: Mapping) -> T.StructType:
+def quality_schema(qcfg: QualityConfig) -> T.StructType:
     return T.StructType([
         T.StructField("text", T.StringType()),
         T.StructField("signals", T.StructType([T.StructField(n, T.DoubleType()) for n in signal_names(qcfg)])),
@@ -31,7 +30,7 @@ def quality_schema(qcfg: Mapping) -> T.StructType:
     ])
 
 
-def normalize_and_score(raw, norm_cfg: Mapping, qcfg: Mapping) -> dict:
+def normalize_and_score(raw, norm_cfg: NormalizeConfig, qcfg: QualityConfig) -> dict:
     """One row: normalized (C4-rewritten) text, signals, fails, drop_reason, score.
     Null or empty-after-normalization text gives text = None and no signals."""
     text = normalize_text(raw, norm_cfg) if isinstance(raw, str) else None
@@ -42,7 +41,7 @@ def normalize_and_score(raw, norm_cfg: Mapping, qcfg: Mapping) -> dict:
             "drop_reason": result.drop_reason, "score": result.score}
 
 
-def guarded_normalize_and_score(raw, norm_cfg: Mapping, qcfg: Mapping, seconds: float | None) -> dict:
+def guarded_normalize_and_score(raw, norm_cfg: NormalizeConfig, qcfg: QualityConfig, seconds: float | None) -> dict:
     """``normalize_and_score`` under the per-row deadline (``guards.page_seconds``).
 
     A row that runs over it (or fails) keeps its raw text and gets ``failure``
@@ -57,11 +56,11 @@ def guarded_normalize_and_score(raw, norm_cfg: Mapping, qcfg: Mapping, seconds: 
     return row
 
 
-def normalize_and_score_udf(cfg: Mapping):
+def normalize_and_score_udf(cfg: CurateConfig):
     """pandas_udf: raw text -> struct(text normalized [C4-rewritten], signals, fails,
     drop_reason, score, failure). Null or empty-after-normalization text gives text =
     null; a row over the per-row deadline gives ``failure`` = ``timeout``."""
-    norm_cfg, qcfg = dict(cfg["normalize"]), dict(cfg["quality"])
+    norm_cfg, qcfg = cfg.normalize, cfg.quality
     names = signal_names(qcfg)
     schema = quality_schema(qcfg)
     columns = [f.name for f in schema.fields]
@@ -78,10 +77,10 @@ def normalize_and_score_udf(cfg: Mapping):
     return normalize_and_score_rows
 
 
-def signature_udf(near_cfg: Mapping, bands: int, rows: int):
+def signature_udf(near_cfg: NearDedupConfig, bands: int, rows: int):
     """pandas_udf: text -> struct(signature binary [num_perm x uint32 LE], bands array<long>);
     null for a text without words. Whole Arrow batch in one vectorized call."""
-    ngram, num_perm, seed = int(near_cfg["ngram"]), int(near_cfg["num_perm"]), int(near_cfg["seed"])
+    ngram, num_perm, seed = near_cfg.ngram, near_cfg.num_perm, near_cfg.seed
     schema = T.StructType([T.StructField("signature", T.BinaryType()),
                            T.StructField("bands", T.ArrayType(T.LongType()))])
 
