@@ -14,10 +14,10 @@ import os
 from setuptools import Extension, setup
 
 COMPILED_MODULES = [
-    "pulpie_spark.simplify",
-    "pulpie_spark.blockmodel.features",
-    "pulpie_spark.reconstruct",
-    "pulpie_spark.markdown",
+    "pulpie_spark.segment.simplify",
+    "pulpie_spark.classify.blockmodel.features",
+    "pulpie_spark.render.reconstruct",
+    "pulpie_spark.render.markdown",
 ]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from pulpie_spark import guards
-from pulpie_spark.simplify import simplify
+from pulpie_spark.segment.simplify import simplify
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "extraction"
 

@@ -90,7 +90,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from pulpie_spark.curate.exact_dedup import exact_dedup
-    from pulpie_spark.spark import get_spark
+    from pulpie_spark.session import get_spark
 
     spark = get_spark("exact-dedup-skew", master=args.master,
                       conf={"spark.sql.shuffle.partitions": args.shuffle_partitions,

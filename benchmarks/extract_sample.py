@@ -35,8 +35,8 @@ def main() -> None:
     torch.set_num_threads(1)
     from pulpie_spark.classify.registry import load_classifier
     from pulpie_spark.ingest.warc import read_warc_file
-    from pulpie_spark.pipeline.render import render_page
-    from pulpie_spark.pipeline.segment import segment_page
+    from pulpie_spark.render.spark_adapter import render_page
+    from pulpie_spark.segment.spark_adapter import segment_page
     from pulpie_spark.resources import SAMPLE_WARC
 
     classifier = load_classifier(args.model, device="cpu")

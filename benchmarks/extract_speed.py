@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 STAGES = ("simplify", "features", "model", "render", "fallback")
-HOT_MODULES = ("pulpie_spark.simplify", "pulpie_spark.blockmodel.features", "pulpie_spark.reconstruct",
-               "pulpie_spark.markdown")
+HOT_MODULES = ("pulpie_spark.segment.simplify", "pulpie_spark.classify.blockmodel.features", "pulpie_spark.render.reconstruct",
+               "pulpie_spark.render.markdown")
 
 
 def main() -> None:
@@ -40,12 +40,12 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from pulpie_spark.blockmodel import load_default
+    from pulpie_spark.classify.blockmodel import load_default
     from pulpie_spark.classify.base import probs_to_labels
     from pulpie_spark.evaluate.harness import load_labelled_table, trafilatura_text
-    from pulpie_spark.fallback import fallback_reason, trafilatura_extract
-    from pulpie_spark.reconstruct import render_main
-    from pulpie_spark.simplify import simplify
+    from pulpie_spark.render.fallback import fallback_reason, trafilatura_extract
+    from pulpie_spark.render.reconstruct import render_main
+    from pulpie_spark.segment.simplify import simplify
 
     sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
     table = load_labelled_table(args.input, split=None if args.split == "all" else args.split,

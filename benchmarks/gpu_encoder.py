@@ -8,7 +8,7 @@ What runs:
   ../shared/data/extraction), taken round-robin over the files so every source is in the
   mix; ``--save-pages DIR`` writes exactly those pages to ``DIR/pages.parquet`` and exits
   (copy that folder to a GPU machine and pass it as ``--data``);
-- segmentation: ``pulpie_spark.simplify`` on ``--workers`` CPU processes (producer);
+- segmentation: ``pulpie_spark.segment.simplify`` on ``--workers`` CPU processes (producer);
 - tokenization + chunk packing: a thread (the Rust tokenizer releases the GIL);
 - model: EuroBERT token classifier with EuroBERT-210m's shape (hidden 768, 12 layers, 12
   heads, intermediate 3072, vocab 128256: Pulpie Small's shape) and random weights, saved
@@ -80,7 +80,7 @@ def load_pages(data: Path, n_pages: int) -> list[bytes]:
 
 def segment(html: bytes) -> tuple[list[str], float, str | None]:
     """Worker process: one page -> its blocks, the seconds simplify took, its error."""
-    from pulpie_spark.simplify import simplify
+    from pulpie_spark.segment.simplify import simplify
 
     start = time.perf_counter()
     page = simplify(html)

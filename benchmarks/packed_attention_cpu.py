@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     import torch
     from transformers import EuroBertConfig, EuroBertForTokenClassification
 
-    from pulpie_spark.chunker import Chunk
+    from pulpie_spark.classify.chunker import Chunk
     from pulpie_spark.classify.inference import chunk_main_probs
     from pulpie_spark.classify.packed import enable_packed_attention
 

@@ -14,10 +14,10 @@ one page at a time, concurrently in this run (both see the same machine load: ou
 its pass over the pages, timed but not scored, until pulpie is done, and the ratio uses all
 of ours' passes; the load average is printed). Ours is timed twice, as imported (the
 Cython-compiled extension module when it is built, see setup.py; the file is printed) and
-as pure Python (``pulpie_spark/simplify.py`` loaded from source under another name): the
+as pure Python (``pulpie_spark/segment/simplify.py`` loaded from source under another name): the
 repeated passes alternate between the two (pulpie in its own venv,
 ``benchmarks/.venv-pulpie`` with ``pulpie==0.0.2 --no-deps``, ``selectolax<1.0``, ``lxml``,
-``beautifulsoup4``, ``pyarrow``). Both get text decoded by ``pulpie_spark.decode``; decoding
+``beautifulsoup4``, ``pyarrow``). Both get text decoded by ``pulpie_spark.segment.decode``; decoding
 is timed on our side only (it is part of our ``simplify``).
 
 Robustness: it runs our simplify on *all* pages of all files and counts exceptions
@@ -46,14 +46,14 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import pulpie_spark.simplify as imported_simplify  # noqa: E402
-from pulpie_spark.simplify import _simplify, block_text, simplify  # noqa: E402
+import pulpie_spark.segment.simplify as imported_simplify  # noqa: E402
+from pulpie_spark.segment.simplify import _simplify, block_text, simplify  # noqa: E402
 
 _OUTPUT_FIELDS = ("blocks", "paths", "map_html", "simplified_html", "error", "encoding")
 
 
 def load_pure_python():
-    """pulpie_spark/simplify.py as plain Python, whether or not the compiled module exists."""
+    """pulpie_spark/segment/simplify.py as plain Python, whether or not the compiled module exists."""
     name = "pulpie_spark_simplify_pure"
     spec = importlib.util.spec_from_file_location(name, ROOT / "pulpie_spark" / "simplify.py")
     module = importlib.util.module_from_spec(spec)
@@ -71,7 +71,7 @@ PULPIE_RUNNER = r"""
 import importlib.util, json, sys, time
 import pyarrow.parquet as pq
 sys.path.insert(0, sys.argv[1])
-from pulpie_spark.decode import decode_html
+from pulpie_spark.segment.decode import decode_html
 site = [p for p in sys.path if p.endswith("site-packages")][0]
 spec = importlib.util.spec_from_file_location("pulpie_simplify", site + "/pulpie/simplify.py")
 mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)

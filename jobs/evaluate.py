@@ -11,26 +11,23 @@ empty pages and pages/s per core (pages / summed single-core seconds per extract
 The model runs end to end through ``pulpie_spark.extractor.Extractor`` (segment +
 classify + text, or Markdown for WebMainBench whose reference is Markdown).
 
-The evaluation is local (pandas + multiprocessing): it takes the usual job flags
-but starts no SparkSession.
+The evaluation is local (pandas + multiprocessing): it starts no SparkSession and
+takes no Spark flags (--input, --output and its own).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pulpie_spark.cli import SparkJob  # noqa: E402
-from pulpie_spark.fallback import DEFAULT_FALLBACK, FALLBACKS  # noqa: E402
+from pulpie_spark.cli import SparkJob, run_job
+from pulpie_spark.render.fallback import DEFAULT_FALLBACK, FALLBACKS
 
 
 class EvaluateJob(SparkJob):
     name = "pulpie-evaluate"
     description = "Extraction quality and speed of a model vs trafilatura on a labelled table"
+    uses_spark = False
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--model", default="default", help="classifier name for Extractor(model=...)")
@@ -71,11 +68,6 @@ class EvaluateJob(SparkJob):
             (out / "scores.json").write_text(json.dumps(scores.to_dict(orient="records"), indent=2) + "\n")
         return 0
 
-    def main(self, argv=None) -> int:
-        args = self.build_parser().parse_args(argv)
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        return int(self.run(None, args) or 0)
-
 
 if __name__ == "__main__":
-    sys.exit(EvaluateJob().main())
+    run_job(EvaluateJob())

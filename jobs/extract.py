@@ -12,14 +12,10 @@ n_main, model_id, error, fallback. Rows that cannot be processed go to the rejec
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pulpie_spark.cli import SparkJob, run_job  # noqa: E402
-from pulpie_spark.fallback import DEFAULT_FALLBACK, FALLBACKS  # noqa: E402
-from pulpie_spark.resources import SAMPLE_WARC  # noqa: E402
+from pulpie_spark.cli import SparkJob, run_job
+from pulpie_spark.render.fallback import DEFAULT_FALLBACK, FALLBACKS
+from pulpie_spark.resources import SAMPLE_WARC
 
 # GPUs per classify task, from a preset (conf/*-gpu.conf) when --gpu-amount is not given.
 GPU_AMOUNT_CONF = "spark.pulpie.classify.gpuAmount"
@@ -54,8 +50,8 @@ class ExtractJob(SparkJob):
 
     def run(self, spark, args) -> int:
         from pulpie_spark.io import read_table
-        from pulpie_spark.pipeline.extract import ExtractOptions, run_extract
-        from pulpie_spark.pipeline.inputs import load_input
+        from pulpie_spark.spark_pipeline import ExtractOptions, run_extract
+        from pulpie_spark.ingest.spark_adapter import load_input
 
         df = load_input(spark, args.input, args.input_format)
         gpu_amount = args.gpu_amount

@@ -13,13 +13,9 @@ rejects table (``<output>_rejects``) with ``reason`` ``skipped:<why>`` and no bo
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pulpie_spark.cli import SparkJob, run_job  # noqa: E402
-from pulpie_spark.resources import SAMPLE_WARC  # noqa: E402
+from pulpie_spark.cli import SparkJob, run_job
+from pulpie_spark.resources import SAMPLE_WARC
 
 
 class IngestWarcJob(SparkJob):
@@ -42,7 +38,7 @@ class IngestWarcJob(SparkJob):
     def run(self, spark, args) -> int:
         from pyspark.sql import functions as F
 
-        from pulpie_spark.ingest.spark import read_warc
+        from pulpie_spark.ingest.spark_adapter import read_warc
         from pulpie_spark.ingest.warc import SKIP_NON_HTML, SKIP_STATUS
         from pulpie_spark.io import write_table
 

@@ -8,7 +8,7 @@ alignment, pages under 70% gold recall dropped) or ``html`` and ``labels`` (one 
 block of our segmentation). Optional ``split`` ("train"/"dev", else a stable hash of
 ``page_id`` decides), ``source`` and ``page_id`` columns.
 
-1. Spark segments every page (pulpie_spark.simplify), aligns labels and computes block
+1. Spark segments every page (pulpie_spark.segment.simplify), aligns labels and computes block
    features in ``mapInPandas``; the result is cached to ``--features-cache`` (Parquet).
 2. The model trains on the driver, or with ``--distributor torch`` through
    ``pyspark.ml.torch.distributor.TorchDistributor`` (``--num-processes``, ``--use-gpu``;
@@ -25,12 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from pulpie_spark.cli import SparkJob, run_job  # noqa: E402
+from pulpie_spark.cli import SparkJob, run_job
 
 
 class TrainJob(SparkJob):
@@ -62,13 +59,13 @@ class TrainJob(SparkJob):
         parser.add_argument("--local-mode", action="store_true", help="TorchDistributor processes on the driver")
 
     def run(self, spark, args) -> int:
-        from pulpie_spark.blockmodel.training import TrainConfig, train_entry
-        from pulpie_spark.labels import coverage_by_source, format_coverage
+        from pulpie_spark.classify.blockmodel.training import TrainConfig, train_entry
+        from pulpie_spark.classify.blockmodel.labels import coverage_by_source, format_coverage
 
         if not args.input or not args.output:
             raise SystemExit("--input and --output are required")
         if not (args.reuse_cache and Path(args.features_cache).exists()):
-            from pulpie_spark.blockmodel.spark import build_feature_cache
+            from pulpie_spark.classify.blockmodel.spark_training_data import build_feature_cache
 
             sources = [x.strip() for x in args.sources.split(",")] if args.sources else None
             build_feature_cache(spark, args.input, args.features_cache, sources=sources, limit=args.limit,

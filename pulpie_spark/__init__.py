@@ -6,8 +6,8 @@ __version__ = "0.1.0"
 
 # Lazy exports keep `import pulpie_spark` cheap on executors (no torch unless used).
 _EXPORTS = {
-    "simplify": ("pulpie_spark.simplify", "simplify"),
-    "SimplifiedPage": ("pulpie_spark.simplify", "SimplifiedPage"),
+    "simplify": ("pulpie_spark.segment.simplify", "simplify"),
+    "SimplifiedPage": ("pulpie_spark.segment.simplify", "SimplifiedPage"),
     "Extractor": ("pulpie_spark.extractor", "Extractor"),
     "Extraction": ("pulpie_spark.extractor", "Extraction"),
 }
@@ -18,7 +18,11 @@ def __getattr__(name: str):
         import importlib
 
         module_name, attr = _EXPORTS[name]
-        return getattr(importlib.import_module(module_name), attr)
+        value = getattr(importlib.import_module(module_name), attr)
+        # Bound once here: a later submodule import can then never shadow the export
+        # (none of the exported names is a submodule of this package).
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'pulpie_spark' has no attribute {name!r}")
 
 

@@ -19,7 +19,7 @@ import logging
 import sys
 from typing import Sequence
 
-from pulpie_spark.spark import get_spark, read_properties
+from pulpie_spark.session import get_spark, read_properties
 
 log = logging.getLogger("pulpie_spark")
 
@@ -29,6 +29,9 @@ class SparkJob:
     description: str = ""
     default_input: str | None = None
     default_output: str | None = None
+    # False for a job that runs without Spark (jobs/evaluate.py): it then takes only
+    # --input/--output, not the Spark flags it would ignore.
+    uses_spark: bool = True
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Add job-specific flags."""
@@ -41,13 +44,14 @@ class SparkJob:
                                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         parser.add_argument("--input", default=self.default_input, help="input path or URI")
         parser.add_argument("--output", default=self.default_output, help="output path or URI")
-        parser.add_argument("--format", default="parquet", choices=["parquet", "delta"],
-                            help="output table format")
-        parser.add_argument("--conf", default=None, help="Spark properties file (spark-defaults format)")
-        parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                            help="one Spark property; repeatable")
-        parser.add_argument("--master", default=None, help="Spark master for runs outside spark-submit")
-        parser.add_argument("--log-level", default="WARN", help="Spark log level")
+        if self.uses_spark:
+            parser.add_argument("--format", default="parquet", choices=["parquet", "delta"],
+                                help="output table format")
+            parser.add_argument("--conf", default=None, help="Spark properties file (spark-defaults format)")
+            parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                                help="one Spark property; repeatable")
+            parser.add_argument("--master", default=None, help="Spark master for runs outside spark-submit")
+            parser.add_argument("--log-level", default="WARN", help="Spark log level")
         self.add_arguments(parser)
         return parser
 
@@ -65,6 +69,8 @@ class SparkJob:
     def main(self, argv: Sequence[str] | None = None) -> int:
         args = self.build_parser().parse_args(argv)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        if not self.uses_spark:
+            return int(self.run(None, args) or 0)
         spark = get_spark(self.name, conf=self.spark_conf(args), master=args.master)
         spark.sparkContext.setLogLevel(args.log_level)
         result = self.run(spark, args)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from pulpie_spark.fallback import DEFAULT_FALLBACK, fallback_reason, trafilatura_extract, validate_fallback
+from pulpie_spark.render.fallback import DEFAULT_FALLBACK, validate_fallback
 
 
 @dataclass
@@ -50,71 +50,13 @@ class Extractor:
         return self.extract_batch([html])[0]
 
     def extract_batch(self, htmls: Sequence[str | bytes]) -> list[Extraction]:
-        from pulpie_spark.guards import guard_page
-        from pulpie_spark.simplify import simplify
+        """Every page through the shared per-page core (:func:`pulpie_spark.page.extract_pages`):
+        the same guards, deadlines, fallback rule and error strings as the Spark stages."""
+        from pulpie_spark.page import extract_pages
 
-        pages = []
-        results = [Extraction(model_id=self.model_id) for _ in htmls]
-        for html, result in zip(htmls, results):
-            page, reason = guard_page(simplify, html)
-            if page is None:
-                result.error = reason
-            elif page.error:
-                result.error = page.error
-            pages.append(page)
-            if page is not None:
-                result.n_blocks = len(page.blocks)
-
-        todo = [i for i, p in enumerate(pages) if p is not None and p.blocks and not results[i].error]
-        if todo:
-            try:
-                labels = self.classifier.predict([pages[i].blocks for i in todo],
-                                                 [pages[i].paths for i in todo])
-            except Exception:   # one bad model call must not lose the batch: retry per page
-                labels = []
-                for i in todo:
-                    try:
-                        labels.extend(self.classifier.predict([pages[i].blocks], [pages[i].paths]))
-                    except Exception as page_exc:
-                        results[i].error = f"classify_failed: {type(page_exc).__name__}: {page_exc}"[:500]
-                        labels.append(None)
-            for i, page_labels in zip(todo, labels):
-                if page_labels is not None:
-                    self._render(results[i], pages[i], list(page_labels))
-
-        for html, result in zip(htmls, results):
-            self._maybe_fallback(html, result)
-        return results
-
-    def _render(self, result: Extraction, page, labels: list[int]) -> None:
-        from pulpie_spark.reconstruct import render_main
-
-        result.labels = [int(x) for x in labels]
-        result.n_main = sum(result.labels)
-        try:
-            result.html, result.markdown, result.text = render_main(
-                page.map_html, result.labels, links=self.links, images=self.images)
-        except Exception as exc:
-            result.error = f"render_failed: {type(exc).__name__}: {exc}"[:500]
-
-    def _maybe_fallback(self, html, result: Extraction) -> None:
-        if self.fallback == "none" or html is None:
-            return
-        reason = fallback_reason(result.n_blocks, result.error, result.markdown)
-        if reason is None:
-            return
-        from pulpie_spark.guards import guard_page
-
-        result.fallback_reason = reason
-        # Same size and time guards as segmentation: a page rejected as too large or
-        # too slow is not handed to trafilatura either.
-        fb, guard_reason = guard_page(trafilatura_extract, html, links=self.links, images=self.images)
-        if fb is None:
-            result.error = f"{result.error}; fallback_failed: {guard_reason}" if result.error \
-                else f"fallback_failed: {guard_reason}"
-            return
-        if fb.error:
-            result.error = f"{result.error}; {fb.error}" if result.error else fb.error
-            return
-        result.fallback_used = True
-        result.markdown, result.text = fb.markdown, fb.text
+        pages = extract_pages(list(htmls), self.classifier, fallback=self.fallback, links=self.links,
+                              images=self.images)
+        return [Extraction(markdown=p["markdown"] or "", text=p["text"] or "", html=p["main_html"] or "",
+                           labels=p["labels"], n_blocks=p["n_blocks"], n_main=p["n_main"], model_id=self.model_id,
+                           error=p["error"], fallback_used=p["fallback_used"], fallback_reason=p["fallback_reason"])
+                for p in pages]

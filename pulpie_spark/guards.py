@@ -9,7 +9,7 @@ Spark task. Per-page work in UDFs therefore goes through these helpers::
         try:
             page = call_with_deadline(simplify, html, seconds=page_seconds())
         except DeadlineExceeded:
-            reason = REASON_TIMEOUT
+            reason = reasons.TIMEOUT
 
 or, in one call (size, structure and time), ``result, reason = guard_page(simplify, html)``.
 
@@ -66,17 +66,9 @@ import threading
 import time
 from typing import Any, Callable, TypeVar
 
-T = TypeVar("T")
+from pulpie_spark import reasons
 
-# Reject reasons shared by every stage, so the rejects table speaks one vocabulary.
-REASON_TOO_LARGE = "html_too_large"
-REASON_TIMEOUT = "timeout"
-REASON_OUT_OF_MEMORY = "out_of_memory"
-REASON_RECURSION = "recursion_limit"
-REASON_NULL = "html_null"
-REASON_EMPTY = "html_empty"
-REASON_TOO_DEEP = "html_too_deep"
-REASON_TOO_MANY_ATTRIBUTES = "html_too_many_attributes"
+T = TypeVar("T")
 
 DEFAULT_MAX_HTML_BYTES = 10 * 1024 * 1024
 DEFAULT_PAGE_SECONDS = 30.0
@@ -170,10 +162,10 @@ def check_html_size(html: bytes | bytearray | memoryview | str | None,
         return None
     if isinstance(html, str):
         if len(html) > limit:  # every character is at least one byte
-            return REASON_TOO_LARGE
+            return reasons.HTML_TOO_LARGE
         if 4 * len(html) <= limit:  # and at most four
             return None
-    return REASON_TOO_LARGE if html_num_bytes(html) > limit else None
+    return reasons.HTML_TOO_LARGE if html_num_bytes(html) > limit else None
 
 
 # Elements that never stay open (void) or that the parser closes implicitly when a
@@ -286,9 +278,9 @@ def check_html_structure(html, max_depth: int | None = None,
         return None
     depth, attrs = html_structure(html, attribute_tags_over=long_tag_over)
     if depth > depth_limit:
-        return REASON_TOO_DEEP
+        return reasons.HTML_TOO_DEEP
     if attrs > attr_limit:
-        return REASON_TOO_MANY_ATTRIBUTES
+        return reasons.HTML_TOO_MANY_ATTRIBUTES
     return None
 
 
@@ -386,13 +378,12 @@ def _call_with_watchdog(fn, args, kwargs, seconds: float):
 def reason_for_exception(exc: BaseException) -> str:
     """A short, stable reject reason for an exception raised by per-page work."""
     if isinstance(exc, DeadlineExceeded):
-        return REASON_TIMEOUT
+        return reasons.TIMEOUT
     if isinstance(exc, MemoryError):
-        return REASON_OUT_OF_MEMORY
+        return reasons.OUT_OF_MEMORY
     if isinstance(exc, RecursionError):
-        return REASON_RECURSION
-    message = " ".join(str(exc).split())[:200]
-    return f"error:{type(exc).__name__}: {message}" if message else f"error:{type(exc).__name__}"
+        return reasons.RECURSION_LIMIT
+    return reasons.exception_reason(exc)
 
 
 def guard_page(fn: Callable[..., T], html: Any, *args: Any, seconds: float | None = None,
@@ -406,7 +397,7 @@ def guard_page(fn: Callable[..., T], html: Any, *args: Any, seconds: float | Non
     ``"error:<Type>: <message>"``. Never raises an ``Exception``.
     ``seconds`` defaults to :func:`page_seconds` and covers the structure scan too."""
     if html is None:
-        return None, REASON_NULL
+        return None, reasons.HTML_NULL
     reason = check_html_size(html, max_bytes)
     if reason is not None:
         return None, reason
@@ -446,8 +437,7 @@ def current_rss_bytes() -> int:
 
 __all__ = [
     "DeadlineExceeded", "MAX_HTML_BYTES", "DEFAULT_MAX_HTML_BYTES", "DEFAULT_PAGE_SECONDS",
-    "REASON_TOO_LARGE", "REASON_TIMEOUT", "REASON_OUT_OF_MEMORY", "REASON_RECURSION",
-    "REASON_NULL", "REASON_EMPTY", "REASON_TOO_DEEP", "REASON_TOO_MANY_ATTRIBUTES", "DEFAULT_MAX_HTML_DEPTH",
+    "DEFAULT_MAX_HTML_DEPTH",
     "call_with_deadline", "check_html_size", "check_html_structure", "deadline_mechanism", "html_structure",
     "max_html_depth",
     "guard_page", "html_num_bytes", "max_html_bytes", "page_seconds", "peak_rss_bytes",

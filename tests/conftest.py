@@ -7,9 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data"
+from helpers_data import DATA
 
 # Executors' Python must be this interpreter (the venv), not whatever `python3` is on PATH.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -21,7 +19,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 @pytest.fixture(scope="session")
 def spark():
-    from pulpie_spark.spark import get_spark
+    from pulpie_spark.session import get_spark
 
     session = get_spark(
         "pulpie-spark-tests",

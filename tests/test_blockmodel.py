@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 import torch
 
-from pulpie_spark.blockmodel import DEFAULT_MODEL_DIR, load_default
-from pulpie_spark.blockmodel.features import MAX_TOKENS, N_NUMERIC, NUMERIC_NAMES, block_texts, page_features
-from pulpie_spark.blockmodel.model import BlockModelConfig, DefaultBlockClassifier, load_model
-from pulpie_spark.blockmodel.training import PageExample, TrainConfig, _loss, train_model
+from pulpie_spark.classify.blockmodel import DEFAULT_MODEL_DIR, load_default
+from pulpie_spark.classify.blockmodel.features import MAX_TOKENS, N_NUMERIC, NUMERIC_NAMES, block_texts, page_features
+from pulpie_spark.classify.blockmodel.model import BlockModelConfig, DefaultBlockClassifier, load_model
+from pulpie_spark.classify.blockmodel.training import PageExample, TrainConfig, _loss, train_model
 
 BLOCKS = [
     '<ul class="menu" _item_id="1"><li><a>Home</a></li><span>...</span><li><a>About</a></li></ul>',
@@ -114,7 +114,7 @@ def test_distillation_training_requires_teacher_probs():
 
 
 def test_shipped_default_model_loads_and_predicts_deterministically(data_dir):
-    from pulpie_spark.simplify import simplify
+    from pulpie_spark.segment.simplify import simplify
 
     files = {p.name for p in DEFAULT_MODEL_DIR.iterdir()}
     assert {"model.safetensors", "config.json"} <= files
@@ -135,7 +135,7 @@ def test_shipped_default_model_loads_and_predicts_deterministically(data_dir):
 
 @pytest.mark.parametrize("t", [1, 3, 17, 250])
 def test_conv_over_blocks_is_the_dilated_conv1d(t):
-    from pulpie_spark.blockmodel.model import _conv_over_blocks
+    from pulpie_spark.classify.blockmodel.model import _conv_over_blocks
 
     torch.manual_seed(t)
     for dilation in (1, 2, 4, 8):
@@ -151,7 +151,7 @@ def test_conv_over_blocks_is_the_dilated_conv1d(t):
 
 
 def test_conv_over_blocks_falls_back_for_convs_that_change_the_length():
-    from pulpie_spark.blockmodel.model import _conv_over_blocks
+    from pulpie_spark.classify.blockmodel.model import _conv_over_blocks
 
     conv = torch.nn.Conv1d(6, 6, 4, dilation=1, padding=1)     # even kernel: length t - 1
     h = torch.randn(1, 9, 6)
@@ -161,7 +161,7 @@ def test_conv_over_blocks_falls_back_for_convs_that_change_the_length():
 
 
 def test_conv_kernel_matrix_is_reused_only_while_the_weights_are_unchanged():
-    from pulpie_spark.blockmodel.model import _conv_over_blocks
+    from pulpie_spark.classify.blockmodel.model import _conv_over_blocks
 
     torch.manual_seed(3)
     conv = torch.nn.Conv1d(8, 8, 5, dilation=2, padding=4)

@@ -20,9 +20,9 @@ import pytest
 import xxhash
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_spark.blockmodel import features
-from pulpie_spark.blockmodel.features import MAX_TOKENS, N_NUMERIC, block_texts, page_features
-from pulpie_spark.simplify import simplify
+from pulpie_spark.classify.blockmodel import features
+from pulpie_spark.classify.blockmodel.features import MAX_TOKENS, N_NUMERIC, block_texts, page_features
+from pulpie_spark.segment.simplify import simplify
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulpie_spark.chunker import pack_chunks
+from pulpie_spark.classify.chunker import pack_chunks
 from pulpie_spark.classify.inference import plan_batches, scatter_page_probs
 
 SEP, BOS, EOS = 99, 1, 2

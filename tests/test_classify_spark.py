@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch")
 
 from helpers_models import MARKER, WORDS, save_tiny_classifier  # noqa: E402
-from pulpie_spark.classify import spark as cls_spark  # noqa: E402
+from pulpie_spark.classify import spark_adapter as cls_spark  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_existing_output_columns_are_replaced(spark, rigged_dir):
 def test_unloadable_model_becomes_row_errors(spark):
     df = spark.createDataFrame([("a", ["x"]), ("b", [])], "doc_id string, blocks array<string>")
     rows = {r.doc_id: r for r in cls_spark.classify_dataframe(df, model="nobody/no-such-model").collect()}
-    assert rows["a"].classify_error.startswith("model_load_failed")
+    assert rows["a"].classify_error.startswith("classify:model_load_failed:error:")
     assert "HF_HUB_OFFLINE" in rows["a"].classify_error
     assert rows["a"].labels == [] and rows["b"].labels == [] and rows["b"].classify_error is None
 
@@ -95,7 +95,7 @@ def test_failing_page_is_isolated():
                                    model_id="boom")
     assert out["labels"].map(list).tolist() == [[1, 1], [], []]
     assert out["classify_error"].tolist()[0] is None
-    assert out["classify_error"].tolist()[1] == "classify_failed: RuntimeError: model exploded"
+    assert out["classify_error"].tolist()[1] == "classify:error:RuntimeError: model exploded"
     assert out["classify_error"].tolist()[2] is None
     assert out["doc_id"].tolist() == ["a", "b", "c"]
 
@@ -143,7 +143,7 @@ def test_one_long_page_does_not_pad_the_batch():
     import numpy as np
     import pandas as pd
 
-    from pulpie_spark.classify.spark import MAX_PADDED_BLOCKS, classify_frame
+    from pulpie_spark.classify.spark_adapter import MAX_PADDED_BLOCKS, classify_frame
 
     class PaddingRecorder:
         model_id = "recorder"

@@ -20,13 +20,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from helpers_data import DATA, ROOT
 import pytest
 
 from adversarial import page_cases
-from pulpie_spark.decode import decode_html
+from pulpie_spark.segment.decode import decode_html
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data"
 
 
 def _compiled_module_names() -> list[str]:
@@ -139,7 +138,7 @@ def _compiled_and_pure(name: str):
 
 
 def test_simplify_compiled_equals_pure(fixture_pages):
-    compiled, pure = _compiled_and_pure("pulpie_spark.simplify")
+    compiled, pure = _compiled_and_pure("pulpie_spark.segment.simplify")
     for case, html, charset in fixture_pages:
         got = compiled.simplify(html, declared_charset=charset)
         want = pure.simplify(html, declared_charset=charset)
@@ -153,9 +152,9 @@ def test_simplify_compiled_equals_pure(fixture_pages):
 
 
 def test_features_compiled_equal_pure(fixture_pages):
-    from pulpie_spark.simplify import simplify
+    from pulpie_spark.segment.simplify import simplify
 
-    compiled, pure = _compiled_and_pure("pulpie_spark.blockmodel.features")
+    compiled, pure = _compiled_and_pure("pulpie_spark.classify.blockmodel.features")
     checked = 0
     for case, html, charset in fixture_pages:
         page = simplify(html, declared_charset=charset)
@@ -171,9 +170,9 @@ def test_features_compiled_equal_pure(fixture_pages):
 
 
 def test_reconstruct_compiled_equals_pure(fixture_pages):
-    from pulpie_spark.simplify import simplify
+    from pulpie_spark.segment.simplify import simplify
 
-    compiled, pure = _compiled_and_pure("pulpie_spark.reconstruct")
+    compiled, pure = _compiled_and_pure("pulpie_spark.render.reconstruct")
     checked = 0
     for case, html, charset in _without_large(fixture_pages):
         page = simplify(html, declared_charset=charset)
@@ -189,7 +188,7 @@ def test_reconstruct_compiled_equals_pure(fixture_pages):
 
 
 def test_markdown_compiled_equals_pure(fixture_pages):
-    compiled, pure = _compiled_and_pure("pulpie_spark.markdown")
+    compiled, pure = _compiled_and_pure("pulpie_spark.render.markdown")
     checked = 0
     for case, html, charset in _without_large(fixture_pages):
         text = decode_html(html, charset)[0] if isinstance(html, bytes) else html
@@ -207,7 +206,7 @@ def test_markdown_compiled_equals_pure(fixture_pages):
 def test_simplify_source_runs_without_cython(monkeypatch):
     """A pure install (no compiler, no Cython) imports simplify.py with its ``cython`` stub."""
     monkeypatch.setitem(sys.modules, "cython", None)  # "import cython" raises ImportError
-    spec = importlib.util.spec_from_file_location("simplify_without_cython", _source("pulpie_spark.simplify"))
+    spec = importlib.util.spec_from_file_location("simplify_without_cython", _source("pulpie_spark.segment.simplify"))
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "simplify_without_cython", module)
     spec.loader.exec_module(module)

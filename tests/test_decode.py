@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pulpie_spark.decode import decode_html, normalize_charset
+from pulpie_spark.segment.decode import decode_html, normalize_charset
 
 TEXT = "Grüße, café – “quoted” €5"
 

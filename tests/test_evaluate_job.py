@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 
-from tests.conftest import ROOT
+from helpers_data import ROOT
 
 
 def _evaluate_job():

@@ -13,9 +13,10 @@ import pytest
 
 from helpers_models import save_tiny_classifier
 from pulpie_spark.ingest.warc import read_warc_file
-from pulpie_spark.pipeline.extract import ExtractOptions, run_extract
-from pulpie_spark.pipeline.render import render_page
-from pulpie_spark.pipeline.segment import NO_BLOCKS, segment_page
+from pulpie_spark.spark_pipeline import ExtractOptions, run_extract
+from pulpie_spark.page import render_page
+from pulpie_spark.page import segment_page
+from pulpie_spark.reasons import NO_BLOCKS
 from pulpie_spark.resources import SAMPLE_WARC
 
 
@@ -39,14 +40,14 @@ def test_segment_page_results_and_reasons(sample_pages, monkeypatch):
     assert 'cc-alg-uc-text' in page["map_html"] or '_item_id="1"' in page["map_html"]
     assert segment_page(None)["seg_error"] == "html_null"
     assert segment_page(b"")["seg_error"] == "html_empty"
-    assert segment_page("<html><body></body></html>")["seg_error"] in (NO_BLOCKS, "no blocks")
+    assert segment_page("<html><body></body></html>")["seg_error"] == NO_BLOCKS
     monkeypatch.setenv("PULPIE_MAX_HTML_BYTES", "1000")
     too_big = segment_page(sample_pages[0]["html"])
     assert too_big["seg_error"] == "html_too_large" and too_big["blocks"] == []
 
 
 def test_render_page_follows_labels(sample_pages):
-    from pulpie_spark.simplify import block_text
+    from pulpie_spark.segment.simplify import block_text
 
     page = segment_page(sample_pages[1]["html"])
     n = len(page["blocks"])
@@ -158,7 +159,7 @@ def test_trafilatura_fallback_rescues_pages_the_model_leaves_empty(spark, sample
     """A rigged model labels main only blocks whose last token is MAIN; an HTML block ends
     in its closing tag, so a real page gets no main block and empty Markdown, which
     trafilatura fills in, recorded in ``fallback``."""
-    from pulpie_spark.pipeline.extract import extract_dataframes
+    from pulpie_spark.spark_pipeline import output_frame, process, rejects_frame
 
     rigged = str(save_tiny_classifier(tmp_path / "rigged", rigged=True))
     page = sample_pages[0]["url"]
@@ -166,7 +167,9 @@ def test_trafilatura_fallback_rescues_pages_the_model_leaves_empty(spark, sample
     df = spark.createDataFrame(rows, "url string, html binary")
 
     def run(fallback):
-        out, rejects, _ = extract_dataframes(df, ExtractOptions(model=rigged, fallback=fallback))
+        options = ExtractOptions(model=rigged, fallback=fallback)
+        processed, input_cols = process(df, options)
+        out, rejects = output_frame(processed, input_cols, options), rejects_frame(processed, input_cols)
         return {r.url: r for r in out.collect()}, {r.url: r.reason for r in rejects.collect()}
 
     plain, plain_rejects = run("none")
@@ -185,7 +188,7 @@ def test_conf_presets_parse_and_are_consistent():
     import subprocess
     from pathlib import Path
 
-    from pulpie_spark.spark import read_properties
+    from pulpie_spark.session import read_properties
 
     conf_dir = Path(__file__).resolve().parents[1] / "conf"
     presets = {p.stem: read_properties(p) for p in sorted(conf_dir.glob("*.conf"))}

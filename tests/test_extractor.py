@@ -7,7 +7,7 @@ import pytest
 
 from pulpie_spark.classify.base import probs_to_labels
 from pulpie_spark.extractor import Extraction, Extractor
-from pulpie_spark.simplify import block_text, simplify
+from pulpie_spark.segment.simplify import block_text, simplify
 
 ARTICLE = """<html><head><title>t</title></head><body>
 <nav><a href="/">Home</a> <a href="/about">About</a></nav>
@@ -86,7 +86,7 @@ def test_batch_is_one_model_call_and_keeps_order(real_page):
 def test_failing_page_gets_error_others_survive():
     extractor = Extractor(classifier=KeywordClassifier(fail_on="Copyright"))
     results = extractor.extract_batch([ARTICLE, "<html><body><p>quark soup recipe</p></body></html>"])
-    assert results[0].error.startswith("classify_failed")
+    assert results[0].error.startswith("classify:error:")
     assert results[1].error is None and "quark soup" in results[1].markdown
 
 
@@ -130,8 +130,8 @@ def test_extractor_with_real_tiny_model(tmp_path, real_page):
 def test_fallback_text_is_trafilatura_txt_from_one_extraction(real_page, monkeypatch):
     import trafilatura
 
-    from pulpie_spark.decode import decode_html
-    from pulpie_spark.fallback import trafilatura_extract
+    from pulpie_spark.segment.decode import decode_html
+    from pulpie_spark.render.fallback import trafilatura_extract
 
     html = real_page if isinstance(real_page, str) else decode_html(bytes(real_page))[0]
     calls = []

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from helpers_data import ROOT
 import pytest
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES_PER_FILE = 4
 INPUT_FILES = 6
 # Generous: on an idle 2-core machine a run takes ~30 s; a shared one can be 10x slower.

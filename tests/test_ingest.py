@@ -119,7 +119,7 @@ def test_decode_content_codings():
 
 
 def test_read_warc_in_spark_matches_core(spark, data_dir, tmp_path):
-    from pulpie_spark.ingest.spark import list_warc_files, read_warc
+    from pulpie_spark.ingest.spark_adapter import list_warc_files, read_warc
 
     for name in WARCS:
         shutil.copy(data_dir / name, tmp_path / name)

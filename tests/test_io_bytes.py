@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from helpers_data import ROOT
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 # Every column type the pipeline writes: strings and binary (with nulls), ints, longs,
 # floats, booleans, timestamps, arrays, structs and maps.
 SCHEMA = ("doc_id string, url string, html binary, n_blocks int, offset long, score double, "
@@ -51,7 +51,7 @@ def write_once(out: str) -> None:
     """One driver JVM: build the table and write it with write_table."""
     sys.path.insert(0, str(ROOT))
     from pulpie_spark.io import write_table
-    from pulpie_spark.spark import get_spark
+    from pulpie_spark.session import get_spark
 
     spark = get_spark("pulpie-bytes", conf={"spark.sql.shuffle.partitions": str(PARTITIONS)}, master="local[1]")
     spark.sparkContext.setLogLevel("ERROR")

@@ -1,6 +1,6 @@
 """Label alignment from gold text on crafted pages."""
 
-from pulpie_spark.labels import coverage_by_source, format_coverage, label_blocks, normalize_words
+from pulpie_spark.classify.blockmodel.labels import coverage_by_source, format_coverage, label_blocks, normalize_words
 
 ARTICLE = [
     "Home About Contact",                                              # nav

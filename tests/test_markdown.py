@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from pulpie_spark.markdown import html_to_markdown, html_to_text
+from pulpie_spark.render.markdown import html_to_markdown, html_to_text
 
 
 def md(html: str, **options) -> str:

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_spark.markdown import html_to_markdown, html_to_text
-from pulpie_spark.reconstruct import ITEM_ID_ATTR, WRAPPER_TAG, main_html, render_main
-from pulpie_spark.simplify import block_text, simplify
+from pulpie_spark.render.markdown import html_to_markdown, html_to_text
+from pulpie_spark.render.reconstruct import ITEM_ID_ATTR, WRAPPER_TAG, main_html, render_main
+from pulpie_spark.segment.simplify import block_text, simplify
 
 # The example of block-format.md; its blocks are checked in tests/test_simplify.py.
-from test_simplify import EXAMPLE  # noqa: E402
+from helpers_data import EXAMPLE  # noqa: E402
 
 
 def test_main_blocks_keep_their_ancestors_and_drop_the_rest():

@@ -18,13 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from helpers_data import ROOT
 import pytest
 
 pytestmark = pytest.mark.slow
 
 from adversarial import build_corpus
 
-ROOT = Path(__file__).resolve().parents[1]
 
 # Stated bound: the peak RSS of any Python worker while it processes the corpus
 # (50 MB page, 100k-deep nesting, 1M-character blocks, the default model loaded).
@@ -182,7 +182,7 @@ def test_page_over_deadline_becomes_timeout_reject(spark):
     """A page that runs over the per-page limit is a reject with reason timeout; the
     other rows of its task are unaffected. (The segment stage of the extract job,
     alone, with a 0.5 s limit: the model is not needed to show it.)"""
-    from pulpie_spark.pipeline.segment import segment_column
+    from pulpie_spark.segment.spark_adapter import segment_column
     from pyspark.sql import functions as F
 
     # 300,000 blocks (5 MB, under every size and structure limit): the segmenter needs
@@ -309,7 +309,7 @@ def test_one_invalid_byte_does_not_garble_a_utf8_page():
     """Real crawls hold UTF-8 pages with a stray byte (a cut multi-byte sequence, a
     pasted cp1252 quote). Browsers decode them as UTF-8 with one U+FFFD; decoding the
     whole page as cp1252 turns every non-ASCII character into mojibake."""
-    from pulpie_spark.decode import decode_html
+    from pulpie_spark.segment.decode import decode_html
 
     page = ("<html><body><p>Gr\u00fc\u00dfe aus M\u00fcnchen \u2013 sch\u00f6ne Stra\u00dfe. "
             "\u65e5\u672c\u8a9e</p>").encode() + b"<p>one bad byte \xff here</p></body></html>"

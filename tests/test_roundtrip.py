@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_spark.markdown import html_to_markdown, html_to_text
-from pulpie_spark.reconstruct import main_html
-from pulpie_spark.simplify import simplify
+from pulpie_spark.render.markdown import html_to_markdown, html_to_text
+from pulpie_spark.render.reconstruct import main_html
+from pulpie_spark.segment.simplify import simplify
 
 DATA = Path(__file__).resolve().parent / "data"
 PAGES = sorted(DATA.glob("md_*.html"))

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from helpers_data import ROOT
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 class Payload:

@@ -8,17 +8,9 @@ import re
 
 import pytest
 
-from pulpie_spark.simplify import SimplifiedPage, block_text, simplify
+from helpers_data import EXAMPLE
 
-EXAMPLE = """<nav><a href="/">Home</a></nav>
-<div class="sidebar"><ul><li><a href="/a">A</a></li><li>B</li><li>C</li><li>D</li></ul></div>
-<article id="post"><h1>Hello</h1><p style="color:red" data-x="1">Some <b>bold</b> text here.</p>
-loose tail text <span>span</span><br>more
-<table><tr><td>1</td><td>2</td></tr></table>
-<img src="http://x/y.png?a=1&amp;b=2" alt="pic" width="300">
-<div style="display:none">hidden</div></article>
-<footer>(c) 2025</footer>
-"""
+from pulpie_spark.segment.simplify import SimplifiedPage, block_text, simplify
 
 EXAMPLE_BLOCKS = [
     '<ul _item_id="1"><li><a>A</a></li><span>...</span><li>D</li></ul>',
@@ -199,7 +191,7 @@ def test_bytes_are_decoded_with_their_charset():
 ])
 def test_utf8_bytes_give_what_their_decoded_text_gives(raw):
     # Valid UTF-8 bytes go to the parser as they are; everything else is re-encoded.
-    from pulpie_spark.decode import decode_html
+    from pulpie_spark.segment.decode import decode_html
 
     text, encoding = decode_html(raw)
     assert encoding == "utf-8"
@@ -228,9 +220,9 @@ def test_binary_garbage_never_raises():
 def test_100000_deep_nesting_is_rejected_with_a_reason_not_an_exception():
     depth = 100_000
     page = simplify("<div>" * depth + "<p>deep text</p>" + "</div>" * depth)
-    assert page.blocks == [] and page.error == "nesting_too_deep"
+    assert page.blocks == [] and page.error == "html_too_deep"
     page = simplify("<p>" + "<span>" * depth + "x" + "</span>" * depth + "</p>")
-    assert page.blocks == [] and page.error == "nesting_too_deep"
+    assert page.blocks == [] and page.error == "html_too_deep"
 
 
 def test_many_self_closing_svg_elements_are_not_deep_nesting():

@@ -10,7 +10,7 @@ import re
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_spark.simplify import block_text, simplify
+from pulpie_spark.segment.simplify import block_text, simplify
 
 CASES = {
     "processing_instruction_is_not_text": (

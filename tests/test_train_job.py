@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from tests.conftest import ROOT
+from helpers_data import ROOT
 
 
 def _train_job():
@@ -26,7 +26,7 @@ def _args(job, tmp_path, data_dir, *extra):
 
 
 def test_train_job_builds_cache_prints_coverage_and_saves_model(spark, tmp_path, data_dir, capsys):
-    from pulpie_spark.blockmodel.model import DefaultBlockClassifier, load_model
+    from pulpie_spark.classify.blockmodel.model import DefaultBlockClassifier, load_model
 
     job = _train_job()
     assert job.run(spark, _args(job, tmp_path, data_dir)) == 0

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pulpie_spark.chunker import DEFAULT_MAX_TOKENS, SEP_TOKEN, Chunk, pack_chunks
+from pulpie_spark.classify.chunker import DEFAULT_MAX_TOKENS, SEP_TOKEN, Chunk, pack_chunks
 from pulpie_spark.classify.base import ModelLoadError, probs_to_labels
 from pulpie_spark.classify.inference import chunk_main_probs, scatter_page_probs
 from pulpie_spark.classify.packed import enable_packed_attention

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pulpie_spark.chunker import Chunk
+from pulpie_spark.classify.chunker import Chunk
 
 
 def round_up(n: int, multiple: int) -> int:

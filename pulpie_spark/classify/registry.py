@@ -1,6 +1,6 @@
 """Resolve a model name to a BlockClassifier.
 
-``"default"`` is the embedded model (pulpie_spark/blockmodel), the ``orange-*`` names
+``"default"`` is the embedded model (pulpie_spark/classify/blockmodel), the ``orange-*`` names
 are the published Pulpie checkpoints, anything else is a Hub id or a local directory.
 """
 
@@ -30,10 +30,10 @@ def load_classifier(model: str = DEFAULT_MODEL, device: str | None = None, **kwa
     resolved = resolve_model_name(model)
     if resolved == DEFAULT_MODEL:
         try:
-            from pulpie_spark.blockmodel import load_default
+            from pulpie_spark.classify.blockmodel import load_default
         except ImportError as exc:
             raise ModelLoadError(
-                "the embedded default model (pulpie_spark.blockmodel.load_default) is not available "
+                "the embedded default model (pulpie_spark.classify.blockmodel.load_default) is not available "
                 f"in this installation ({exc}); pass model='orange-small', a Hub id or a local "
                 "checkpoint directory instead") from exc
         try:

@@ -94,39 +94,25 @@ def _is_blockmodel_dir(model: str) -> bool:
 
 
 class ModelRunner:
-    """End-to-end extraction: ``pulpie_spark.extractor.Extractor`` (segment + classify +
-    Markdown/text). A directory written by jobs/train.py (a candidate default model)
-    runs through the same stages composed here, since Extractor resolves names only.
-    """
+    """End-to-end extraction through :class:`pulpie_spark.Extractor` (the per-page core of
+    every path: segment, classify, render, fallback). A directory written by jobs/train.py
+    (a candidate default model) is loaded here and handed to Extractor as its classifier."""
 
     def __init__(self, model: str = "default", output: str = "text", device: str | None = None,
                  fallback: str = "none"):
+        from pulpie_spark.extractor import Extractor
+
         self.output = output
-        self.extractor = None
-        self.classifier = None
+        classifier = None
         if _is_blockmodel_dir(model):
-            from pulpie_spark.blockmodel.model import DefaultBlockClassifier, load_model
+            from pulpie_spark.classify.blockmodel.model import DefaultBlockClassifier, load_model
 
-            self.classifier = DefaultBlockClassifier(load_model(model, device=device), device=device)
-        else:
-            from pulpie_spark.extractor import Extractor
-
-            self.extractor = Extractor(model=model, device=device, fallback=fallback)
+            classifier = DefaultBlockClassifier(load_model(model, device=device), device=device)
+        self.extractor = Extractor(model=model, device=device, fallback=fallback, classifier=classifier)
 
     def __call__(self, html) -> str:
-        if self.extractor is not None:
-            result = self.extractor.extract(html)
-            return (result.markdown if self.output == "markdown" else result.text) or ""
-        from pulpie_spark.markdown import html_to_markdown, html_to_text
-        from pulpie_spark.reconstruct import main_html
-        from pulpie_spark.simplify import simplify
-
-        page = simplify(html)
-        if page.error or not page.blocks:
-            return ""
-        labels = self.classifier.predict([page.blocks], [page.paths])[0]
-        main = main_html(page.map_html, labels)
-        return html_to_markdown(main) if self.output == "markdown" else html_to_text(main)
+        result = self.extractor.extract(html)
+        return (result.markdown if self.output == "markdown" else result.text) or ""
 
 
 _WORKER: dict = {}

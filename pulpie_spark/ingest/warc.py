@@ -27,19 +27,22 @@ import re
 import zlib
 from typing import IO, Callable, Iterator
 
+from pulpie_spark import reasons
+
 log = logging.getLogger(__name__)
 
 RECORD_FIELDS = ("record_id", "url", "warc_date", "http_status", "content_type", "declared_charset",
                  "html", "source_file", "offset", "doc_id", "error", "skip_reason")
 
-ERR_TRUNCATED = "truncated_record"
-ERR_BAD_GZIP = "bad_gzip_member"
-ERR_BAD_RECORD = "bad_warc_record"
-ERR_TOO_LARGE = "html_too_large"
-ERR_DECODING = "content_decoding"
-ERR_OPEN = "open_failed"
-SKIP_NON_HTML = "non_html"
-SKIP_STATUS = "http_status"
+# This stage's error and skip names (spelled once, in pulpie_spark.reasons).
+ERR_TRUNCATED = reasons.WARC_TRUNCATED
+ERR_BAD_GZIP = reasons.WARC_BAD_GZIP
+ERR_BAD_RECORD = reasons.WARC_BAD_RECORD
+ERR_TOO_LARGE = reasons.HTML_TOO_LARGE
+ERR_DECODING = reasons.WARC_CONTENT_DECODING
+ERR_OPEN = reasons.WARC_OPEN_FAILED
+SKIP_NON_HTML = reasons.SKIP_NON_HTML
+SKIP_STATUS = reasons.SKIP_HTTP_STATUS
 
 HTML_MIME_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xml+xhtml"})
 _GZIP_MAGIC = b"\x1f\x8b\x08"

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pulpie_spark.blockmodel.features import FEATURE_VERSION, MAX_TOKENS, N_NUMERIC, page_features
+from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION, MAX_TOKENS, N_NUMERIC, page_features
 
 MODEL_ID = "pulpie-spark/default-v1"
 WEIGHTS_FILE = "model.safetensors"

@@ -1,6 +1,6 @@
 """From labelled pages (html + gold text, or html + block labels) to training examples.
 
-Segmentation is ``pulpie_spark.simplify.simplify``, the segmenter users run, so the
+Segmentation is ``pulpie_spark.segment.simplify.simplify``, the segmenter users run, so the
 model is trained on exactly the blocks it will see. Labels are aligned on the *full*
 text of each block (from ``map_html``: the simplified block is cut at 500 characters
 and lists keep only their first and last items, which would bias gold recall).
@@ -16,10 +16,11 @@ import numpy as np
 import pandas as pd
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_spark.blockmodel.features import MAX_TOKENS, N_NUMERIC, block_texts, page_features
-from pulpie_spark.labels import label_blocks, normalize_words
+from pulpie_spark.classify.blockmodel.features import MAX_TOKENS, N_NUMERIC, block_texts, page_features
+from pulpie_spark.classify.blockmodel.labels import label_blocks, normalize_words
+from pulpie_spark import reasons
 
-log = logging.getLogger("pulpie_spark.blockmodel")
+log = logging.getLogger("pulpie_spark.classify.blockmodel")
 
 
 @dataclass
@@ -88,14 +89,14 @@ def full_texts_from_map(map_html: str | None, n_blocks: int) -> list[str] | None
 
 def simplify_segmenter(html, declared_charset: str | None = None):
     """Segment with the project's simplify (blocks, paths, full texts from map_html, error)."""
-    from pulpie_spark.simplify import simplify
+    from pulpie_spark.segment.simplify import simplify
 
     try:
         page = simplify(html, declared_charset=declared_charset)
     except Exception as exc:  # a page that breaks the segmenter is an example lost, not a crash
         return [], None, None, f"simplify_failed: {type(exc).__name__}: {exc}"[:300]
     if page.error or not page.blocks:
-        return [], None, None, page.error or "no_blocks"
+        return [], None, None, page.error or reasons.NO_BLOCKS
     return list(page.blocks), list(page.paths), full_texts_from_map(page.map_html, len(page.blocks)), None
 
 

@@ -1,22 +1,21 @@
 """trafilatura fallback for pages the block model cannot serve.
 
 Used (when the caller enables it) for a page with no blocks, a page whose primary
-extraction failed, or a page whose primary result is empty, as Dripper does. Why the
-fallback ran is recorded per row, so the share of fallback output stays measurable.
+extraction failed, or a page whose primary result is empty, as Dripper does (the rule:
+``pulpie_spark.page.fallback_reason``). Why the fallback ran is recorded per row, so the
+share of fallback output stays measurable.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pulpie_spark import reasons
+
 FALLBACKS = ("none", "trafilatura")
 # On by default, as in Dripper: on the dev split the default model alone leaves 24 of 469
 # pages empty; with the fallback ROUGE-5 F1 goes from 0.778 to 0.800 (docs/BENCHMARKS.md).
 DEFAULT_FALLBACK = "trafilatura"
-
-REASON_NO_BLOCKS = "no_blocks"
-REASON_ERROR = "error"
-REASON_EMPTY = "empty_output"
 
 
 @dataclass(frozen=True)
@@ -31,17 +30,6 @@ def validate_fallback(name: str | None) -> str:
     if name not in FALLBACKS:
         raise ValueError(f"fallback must be one of {FALLBACKS}, got {name!r}")
     return name
-
-
-def fallback_reason(n_blocks: int, error: str | None, markdown: str | None) -> str | None:
-    """Why a page needs the fallback, or None when the primary result is usable."""
-    if error:
-        return REASON_ERROR
-    if n_blocks == 0:
-        return REASON_NO_BLOCKS
-    if not (markdown or "").strip():
-        return REASON_EMPTY
-    return None
 
 
 def _extract_both(html: str, links: bool, images: bool) -> tuple[str, str]:
@@ -84,12 +72,12 @@ def trafilatura_extract(html: str | bytes, *, links: bool = False, images: bool 
     """Markdown and plain text of the page's main content by trafilatura. Never raises."""
     try:
         if isinstance(html, (bytes, bytearray, memoryview)):
-            from pulpie_spark.decode import decode_html
+            from pulpie_spark.segment.decode import decode_html
 
             html, _ = decode_html(bytes(html))
         markdown, text = _extract_both(html, links, images)
     except Exception as exc:  # trafilatura on hostile HTML: a value, not a crash
-        return FallbackResult("", "", f"fallback_failed: {type(exc).__name__}: {str(exc)[:200]}")
+        return FallbackResult("", "", reasons.FALLBACK_FAILED_PREFIX + reasons.exception_reason(exc))
     if not markdown.strip() and not text.strip():
-        return FallbackResult("", "", "fallback_empty")
+        return FallbackResult("", "", reasons.FALLBACK_EMPTY)
     return FallbackResult(markdown, text)

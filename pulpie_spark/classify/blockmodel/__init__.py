@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "models" / "default"
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "default"
 
 
 def load_default(device: str | None = None):
     """The shipped default model as a BlockClassifier (safetensors + JSON config)."""
-    from pulpie_spark.blockmodel.model import DefaultBlockClassifier, load_model
+    from pulpie_spark.classify.blockmodel.model import DefaultBlockClassifier, load_model
 
     if not (DEFAULT_MODEL_DIR / "model.safetensors").is_file():
         raise FileNotFoundError(f"the default model weights are missing from {DEFAULT_MODEL_DIR}; "

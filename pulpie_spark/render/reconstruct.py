@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_spark.markdown import node_to_markdown, node_to_text
+from pulpie_spark.render.markdown import node_to_markdown, node_to_text
 
 __all__ = ["main_html", "render_main", "ITEM_ID_ATTR", "WRAPPER_TAG"]
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from pulpie_spark.fallback import DEFAULT_FALLBACK
+from pulpie_spark import reasons
+from pulpie_spark.render.fallback import DEFAULT_FALLBACK
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ REJECT_COLUMNS = ("doc_id", "reason", "stage")
 INGEST_ERROR_COL = "error"
 INGEST_SKIP_COL = "skip_reason"
 _P = "_px_"  # prefix of working columns: never collides with a user's column
+INPUT_PREFIX = "input_"  # an input column whose name the output adds goes out as input_<name>
 
 
 @dataclass
@@ -46,7 +48,6 @@ class ExtractOptions:
     html_col: str = "html"
     url_col: str = "url"
     charset_col: str = "declared_charset"
-    extra: dict = field(default_factory=dict)
 
 
 def with_doc_id(df, url_col: str = "url", html_col: str = "html"):
@@ -81,11 +82,10 @@ def process(df, options: ExtractOptions | None = None):
     """
     from pyspark.sql import functions as F
 
-    from pulpie_spark.classify.spark import classify_dataframe, resolve_gpu_amount
-    from pulpie_spark.fallback import REASON_EMPTY, REASON_ERROR, REASON_NO_BLOCKS, validate_fallback
-    from pulpie_spark.pipeline.fallback import fallback_column
-    from pulpie_spark.pipeline.render import render_column
-    from pulpie_spark.pipeline.segment import NO_BLOCKS, segment_column
+    from pulpie_spark.classify.spark_adapter import classify_dataframe, resolve_gpu_amount
+    from pulpie_spark.render.fallback import validate_fallback
+    from pulpie_spark.render.spark_adapter import fallback_column, render_column
+    from pulpie_spark.segment.spark_adapter import segment_column
 
     options = options or ExtractOptions()
     validate_input(df, options)
@@ -96,10 +96,10 @@ def process(df, options: ExtractOptions | None = None):
     # Rows the ingest already marked as unusable never reach the parser.
     in_reason = F.lit(None).cast("string")
     if INGEST_SKIP_COL in df.columns:
-        in_reason = F.when(F.col(INGEST_SKIP_COL).isNotNull(), F.concat(F.lit("skipped:"), F.col(INGEST_SKIP_COL)))
+        in_reason = F.when(F.col(INGEST_SKIP_COL).isNotNull(), F.concat(F.lit(reasons.SKIPPED_PREFIX), F.col(INGEST_SKIP_COL)))
     if INGEST_ERROR_COL in df.columns:
         in_reason = F.when(F.col(INGEST_ERROR_COL).isNotNull(),
-                           F.concat(F.lit("ingest:"), F.col(INGEST_ERROR_COL).cast("string"))).otherwise(in_reason)
+                           F.concat(F.lit(reasons.INGEST_PREFIX), F.col(INGEST_ERROR_COL).cast("string"))).otherwise(in_reason)
     df = df.withColumn(_P + "in_reason", in_reason)
 
     charset = (F.col(options.charset_col).cast("string") if options.charset_col in df.columns
@@ -119,19 +119,16 @@ def process(df, options: ExtractOptions | None = None):
         df = df.repartition(df.rdd.getNumPartitions(), "doc_id")
     df = classify_dataframe(df, options.model, blocks_col=_P + "blocks", paths_col=_P + "block_paths",
                             device=options.device, gpu_amount=options.gpu_amount,
-                            batch_tokens=options.batch_tokens)
-    rendered = render_column(F.when(F.col("classify_error").isNull(), F.col(_P + "map_html")),
-                             F.col("labels"), links=options.links, images=options.images)
+                            batch_tokens=options.batch_tokens, prefix=_P)
+    rendered = render_column(F.when(F.col(_P + "classify_error").isNull(), F.col(_P + "map_html")),
+                             F.col(_P + "labels"), links=options.links, images=options.images)
     df = df.withColumn(_P + "render", rendered)
-    model_error = F.coalesce(F.col(_P + "seg_error"), F.col("classify_error"), F.col(_P + "render.render_error"))
+    model_error = F.coalesce(F.col(_P + "seg_error"), F.col(_P + "classify_error"), F.col(_P + "render.render_error"))
     markdown, text = F.col(_P + "render.markdown"), F.col(_P + "render.text")
     fallback = error = F.lit(None).cast("string")
     if validate_fallback(options.fallback) != "none":
-        # Same rule as Extractor (pulpie_spark.fallback.fallback_reason), in SQL so that
-        # only the rows that need it ship their HTML to the fallback UDF.
-        why = (F.when(F.col(_P + "seg_error") == NO_BLOCKS, F.lit(REASON_NO_BLOCKS))
-               .when(model_error.isNotNull(), F.lit(REASON_ERROR))
-               .when(F.trim(F.coalesce(markdown, F.lit(""))) == "", F.lit(REASON_EMPTY)))
+        # In SQL so that only the rows that need it ship their HTML to the fallback UDF.
+        why = fallback_reason_column(F.col(_P + "seg_error"), model_error, markdown)
         needed = F.col(_P + "in_reason").isNull() & why.isNotNull()
         df = df.withColumn(_P + "why", why).withColumn(
             _P + "fb", fallback_column(F.when(needed, F.col(options.html_col)), charset,
@@ -140,24 +137,25 @@ def process(df, options: ExtractOptions | None = None):
         markdown = F.when(used, F.col(_P + "fb.markdown")).otherwise(markdown)
         text = F.when(used, F.col(_P + "fb.text")).otherwise(text)
         fallback = F.when(used, F.concat(F.lit("trafilatura:"), F.col(_P + "why")))
-        error = F.when(used, model_error)
+        # The Python API's rule (page.extract_pages): a failed fallback's error is kept too.
+        error = F.when(used, model_error).when(needed, F.col(_P + "fb.fallback_error"))
         # A page rescued by the fallback is output, not a reject.
         model_error = F.when(~used, model_error)
     reason = F.coalesce(F.col(_P + "in_reason"), model_error)
     stage = (F.when(F.col(_P + "in_reason").isNotNull(), F.lit("ingest"))
              .when(model_error.isNull(), F.lit(None))
              .when(F.col(_P + "seg_error").isNotNull(), F.lit("segment"))
-             .when(F.col("classify_error").isNotNull(), F.lit("classify"))
+             .when(F.col(_P + "classify_error").isNotNull(), F.lit("classify"))
              .when(F.col(_P + "render.render_error").isNotNull(), F.lit("render")))
     df = df.select(
-        *[F.col(c) for c in input_cols if c not in ("labels", "main_probs", "model_id", "classify_error")],
+        *[F.col(c) for c in input_cols],
         "doc_id",
         markdown.alias(_P + "markdown"),
         text.alias(_P + "text"),
         F.col(_P + "render.main_html").alias(_P + "main_html"),
         F.size(_P + "blocks").cast("int").alias(_P + "n_blocks"),
         F.col(_P + "render.n_main").alias(_P + "n_main"),
-        F.col("model_id").alias(_P + "model_id"),
+        F.col(_P + "model_id").alias(_P + "model_id"),
         reason.alias(_P + "reason"),
         stage.alias(_P + "stage"),
         error.alias(_P + "error"),
@@ -166,13 +164,35 @@ def process(df, options: ExtractOptions | None = None):
     return df, input_cols
 
 
+def _input_columns(input_cols: list[str], added: tuple[str, ...]) -> list:
+    """The input columns as they go out: one whose name the stage adds is kept as
+    ``input_<name>`` (never dropped), except the WARC ingest's ``error``, which the
+    stage consumed (a row with one is a reject with reason ``ingest:<error>``)."""
+    from pyspark.sql import functions as F
+
+    cols = []
+    for c in input_cols:
+        if c == INGEST_ERROR_COL and c in added:
+            continue
+        cols.append(F.col(c).alias(INPUT_PREFIX + c) if c in added else F.col(c))
+    return cols
+
+
+def fallback_reason_column(seg_error, model_error, markdown):
+    """:func:`pulpie_spark.page.fallback_reason` as a Spark Column (same order, same names)."""
+    from pyspark.sql import functions as F
+
+    return (F.when(seg_error == reasons.NO_BLOCKS, F.lit(reasons.FALLBACK_NO_BLOCKS))
+            .when(model_error.isNotNull(), F.lit(reasons.FALLBACK_ERROR))
+            # str.strip() in Python: Unicode white space ((?U) in Java's regex)
+            .when(~F.coalesce(markdown, F.lit("")).rlike(r"(?U)\S"), F.lit(reasons.FALLBACK_EMPTY_OUTPUT)))
+
+
 def output_frame(processed, input_cols: list[str], options: ExtractOptions):
     from pyspark.sql import functions as F
 
-    # Input columns that the output defines anew (e.g. the ingest's `error`) are replaced.
-    kept = [c for c in input_cols if c not in OUTPUT_COLUMNS
-            and not (options.drop_html and c == options.html_col)]
-    cols = [F.col(c) for c in kept] + [
+    kept = [c for c in input_cols if not (options.drop_html and c == options.html_col)]
+    cols = _input_columns(kept, OUTPUT_COLUMNS) + [
         F.col("doc_id"),
         F.col(_P + "markdown").alias("markdown"),
         F.col(_P + "text").alias("text"),
@@ -192,18 +212,9 @@ def output_frame(processed, input_cols: list[str], options: ExtractOptions):
 def rejects_frame(processed, input_cols: list[str]):
     from pyspark.sql import functions as F
 
-    kept = [c for c in input_cols if c not in REJECT_COLUMNS]
     return processed.where(F.col(_P + "reason").isNotNull()).select(
-        *[F.col(c) for c in kept], F.col("doc_id"),
+        *_input_columns(input_cols, REJECT_COLUMNS), F.col("doc_id"),
         F.col(_P + "reason").alias("reason"), F.col(_P + "stage").alias("stage"))
-
-
-def extract_dataframes(df, options: ExtractOptions | None = None):
-    """(output, rejects, processed) DataFrames, lazily. ``processed`` is what to persist
-    when both tables are written, so the model runs once per row."""
-    options = options or ExtractOptions()
-    processed, input_cols = process(df, options)
-    return output_frame(processed, input_cols, options), rejects_frame(processed, input_cols), processed
 
 
 def rejects_path_for(output: str) -> str:

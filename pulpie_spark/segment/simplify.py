@@ -6,7 +6,7 @@ The published Pulpie checkpoints read exactly the segmentation of MinerU-HTML's
 the team's shared material lists the rules) with one lexbor parse and flat, iterative
 passes:
 
-1. decode bytes (``pulpie_spark.decode``), parse with lexbor, serialize the fixed-up DOM
+1. decode bytes (``pulpie_spark.segment.decode``), parse with lexbor, serialize the fixed-up DOM
    once (``doc.html``) and scan that well-formed string (``str.find`` from tag to tag)
    into a light element tree in lxml's text/tail model, which is the model the reference
    rules are written in (where a removed element's tail goes, what counts as "direct
@@ -45,8 +45,9 @@ from operator import index, itemgetter
 
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_spark.decode import decode_html
-from pulpie_spark.guards import REASON_EMPTY
+from pulpie_spark.segment.decode import decode_html
+from pulpie_spark import reasons
+from pulpie_spark.guards import max_html_depth
 
 try:
     import cython
@@ -60,8 +61,6 @@ except ImportError:  # plain Python without Cython installed: the pure branches 
 __all__ = ["SimplifiedPage", "simplify", "block_text", "CUTOFF_LENGTH", "MAX_PATH_DEPTH"]
 
 CUTOFF_LENGTH = 500
-# Pages nested deeper than this are rejected (reason "nesting_too_deep") before parsing.
-MAX_NESTING = 5000
 MAX_PATH_DEPTH = 12  # ancestors kept in a block path (the innermost ones)
 _MAX_CLASS_WORDS = 3
 _MAX_NAME_CHARS = 40
@@ -1287,7 +1286,7 @@ def _page_blocks(root: _El, post_order: list, tables: list, lists: list, cutoff_
 
 def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     if html is None:
-        return _empty(None, REASON_EMPTY)
+        return _empty(None, reasons.HTML_EMPTY)
     if isinstance(html, (bytes, bytearray, memoryview)):
         html = bytes(html)
         text, encoding = decode_html(html, declared_charset)
@@ -1296,7 +1295,7 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
     else:
         return _empty(None, "not_html: %s" % type(html).__name__)
     if not text or text.isspace():  # (isspace stops at the first visible character)
-        return _empty(encoding, REASON_EMPTY)
+        return _empty(encoding, reasons.HTML_EMPTY)
     # lexbor reads UTF-8. Encoding the page here, as selectolax does with text (lone
     # surrogates dropped), lets the checks below scan bytes: one pass each, where a
     # one-byte search is a memchr (a str of 2- or 4-byte characters has no such path).
@@ -1317,11 +1316,14 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
             data = data.replace(mark, _REPLACEMENT_UTF8)
     # Each start tag that needs an end tag takes a "<" that starts no "</": the difference
     # of the two counts bounds the depth, and spares most big pages the regex passes.
+    # The one nesting bound of the package (guards.max_html_depth, PULPIE_MAX_HTML_DEPTH):
+    # guard_page checks it too, and a direct call of simplify() must not parse past it.
+    max_depth = max_html_depth()
     lt = _count_lt(data)
-    if lt > MAX_NESTING and lt - _count_end_tag_starts(data) > MAX_NESTING and _nesting_depth(text) > MAX_NESTING:
+    if lt > max_depth and lt - _count_end_tag_starts(data) > max_depth and _nesting_depth(text) > max_depth:
         # HTML5 tree building is quadratic in nesting depth (scope checks walk the stack
         # of open elements): 20,000 levels take lexbor seconds, 100,000 minutes.
-        return _empty(encoding, "nesting_too_deep")
+        return _empty(encoding, reasons.HTML_TOO_DEEP)
     # The parser's document (gone with the parser object) and the decoded text are freed
     # before the tree is built, the tree before the map is made: the next allocations
     # reuse that memory instead of growing the heap into new pages, which the kernel
@@ -1345,7 +1347,7 @@ def _simplify(html, declared_charset, cutoff_length) -> SimplifiedPage:
         simplified_html=simplified,
         map_html=map_html,
         encoding=encoding,
-        error=None if blocks else "no_blocks",
+        error=None if blocks else reasons.NO_BLOCKS,
     )
 
 

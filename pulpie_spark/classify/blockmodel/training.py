@@ -1,7 +1,7 @@
 """Training and distillation of the default block model (pure torch, no Spark).
 
 Examples are pages: block features (``page_features``), block labels (1 main / 0
-other, from gold text through ``pulpie_spark.labels`` or given), optional teacher
+other, from gold text through ``pulpie_spark.classify.blockmodel.labels`` or given), optional teacher
 probabilities and the word count of each block (for the word-weighted dev score).
 
 * loss: class-weighted cross-entropy (main is the minority class on most sources);
@@ -31,10 +31,10 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from pulpie_spark.blockmodel.data import PageExample, examples_to_frame, frame_to_examples  # noqa: F401
-from pulpie_spark.blockmodel.model import BlockModelConfig, BlockSequenceModel, collate, save_model
+from pulpie_spark.classify.blockmodel.data import PageExample, examples_to_frame, frame_to_examples  # noqa: F401
+from pulpie_spark.classify.blockmodel.model import BlockModelConfig, BlockSequenceModel, collate, save_model
 
-log = logging.getLogger("pulpie_spark.blockmodel")
+log = logging.getLogger("pulpie_spark.classify.blockmodel")
 
 
 @dataclass

@@ -18,7 +18,7 @@ EXAMPLE_COLUMNS = ["source", "page_id", "split", "kept", "gold_recall", "error",
 
 def _examples_fn(teacher_name: str | None, min_recall: float, n_buckets: int):
     def fn(batches):
-        from pulpie_spark.blockmodel.data import build_examples
+        from pulpie_spark.classify.blockmodel.data import build_examples
 
         teacher = None
         if teacher_name:

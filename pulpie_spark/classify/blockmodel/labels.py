@@ -27,6 +27,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from pulpie_spark import reasons
+
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
@@ -61,7 +63,7 @@ def label_blocks(block_texts: Sequence[str], gold_text: str | None, *, ngram: in
     if len(gold_words) < min_gold_words:
         return PageLabels([0] * n, 0.0, 0.0, False, "gold_too_short", len(gold_words))
     if n == 0:
-        return PageLabels([], 0.0, 0.0, False, "no_blocks", len(gold_words))
+        return PageLabels([], 0.0, 0.0, False, reasons.NO_BLOCKS, len(gold_words))
 
     gold_grams = Counter(_ngrams(gold_words, ngram))
     gold_vocab = set(gold_words)

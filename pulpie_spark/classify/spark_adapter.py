@@ -30,21 +30,14 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from pulpie_spark.classify.inference import plan_batches
+from pulpie_spark import reasons
 from pulpie_spark.classify.registry import DEFAULT_MODEL, resolve_model_name
+from pulpie_spark.page import MAX_PADDED_BLOCKS, classify_error, classify_pages, labels_from_probs
 
 log = logging.getLogger(__name__)
 
 OUTPUT_COLUMNS = ("labels", "main_probs", "model_id", "classify_error")
-# Pages go to the classifier in calls of at most this many padded blocks (pages x the
-# longest page of the call; a longer page goes alone). Classifiers pad every page of a
-# call to its longest: one 50,000-block page among small ones cost 16 x 50,000 padded
-# blocks, a 3.6 GiB peak for the adversarial corpus in one call against +293 MiB for
-# that page alone (docs/reliability.md). Pages are ordered by length first, so typical
-# pages (tens to hundreds of blocks) still share calls.
-MAX_PADDED_BLOCKS = 65_536
 SHARED_FS_PREFIXES = ("dbfs:/", "/dbfs/", "/mnt/", "/Volumes/", "/lakehouse/")
-_ERROR_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -204,31 +197,34 @@ def make_profile(requests: dict):
     return builder.build
 
 
-def output_schema(df, blocks_col: str):
+def output_schema(df, prefix: str = ""):
     from pyspark.sql.types import ArrayType, FloatType, IntegerType, StringType, StructField, StructType
 
-    fields = [f for f in df.schema.fields if f.name not in OUTPUT_COLUMNS]
+    outputs = {prefix + c for c in OUTPUT_COLUMNS}
+    fields = [f for f in df.schema.fields if f.name not in outputs]
     return StructType(fields + [
-        StructField("labels", ArrayType(IntegerType(), containsNull=False), True),
-        StructField("main_probs", ArrayType(FloatType(), containsNull=False), True),
-        StructField("model_id", StringType(), True),
-        StructField("classify_error", StringType(), True),
+        StructField(prefix + "labels", ArrayType(IntegerType(), containsNull=False), True),
+        StructField(prefix + "main_probs", ArrayType(FloatType(), containsNull=False), True),
+        StructField(prefix + "model_id", StringType(), True),
+        StructField(prefix + "classify_error", StringType(), True),
     ])
 
 
 def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks",
                        paths_col: str = "block_paths", device: str | None = None,
-                       gpu_amount: float | None = None, batch_tokens: int | None = None):
-    """Add ``labels``, ``main_probs``, ``model_id``, ``classify_error``; keep all input columns."""
+                       gpu_amount: float | None = None, batch_tokens: int | None = None, prefix: str = ""):
+    """Add ``labels``, ``main_probs``, ``model_id``, ``classify_error`` (each behind ``prefix``,
+    so a pipeline can keep input columns of those names); an input column of the same
+    name is replaced."""
     if blocks_col not in df.columns:
         raise ValueError(f"classify_dataframe: no column {blocks_col!r} in {df.columns}")
     spark = df.sparkSession
     _warn_on_unbounded_arrow_batches(spark)
     spec = prepare_model(spark, model, device=device, batch_tokens=batch_tokens)
-    keep = [c for c in df.columns if c not in OUTPUT_COLUMNS]
+    keep = [c for c in df.columns if c not in {prefix + c for c in OUTPUT_COLUMNS}]
     fn = functools.partial(classify_batches, spec=spec, blocks_col=blocks_col,
-                           paths_col=paths_col if paths_col in df.columns else None, keep=keep)
-    schema = output_schema(df, blocks_col)
+                           paths_col=paths_col if paths_col in df.columns else None, keep=keep, prefix=prefix)
+    schema = output_schema(df, prefix)
     gpus = resolve_gpu_amount(spark, gpu_amount)
     profile = build_gpu_profile(spark, gpus) if gpus > 0 else None
     if profile is not None:
@@ -306,10 +302,6 @@ def get_classifier(spec: ModelSpec):
     return _MODEL_CACHE[key]
 
 
-def _error_text(prefix: str, exc: BaseException) -> str:
-    return f"{prefix}: {type(exc).__name__}: {exc}"[:_ERROR_CHARS]
-
-
 def _as_list(value) -> list:
     if value is None:
         return []
@@ -320,70 +312,27 @@ def _as_list(value) -> list:
 
 def classify_frame(pdf, classifier, *, blocks_col: str, paths_col: str | None,
                    model_id: str, load_error: str | None = None,
-                   max_padded_blocks: int = MAX_PADDED_BLOCKS):
-    """Pure core of the stage: one pandas batch in, the four output columns added.
-
-    Pages are classified in groups of at most ``max_padded_blocks`` padded blocks
-    (``plan_batches`` over the pages' block counts, as chunks are batched under a token
-    budget); a group that fails is retried page by page, and a page that still fails
-    gets ``classify_error``."""
+                   max_padded_blocks: int = MAX_PADDED_BLOCKS, prefix: str = ""):
+    """One pandas batch in, ``labels``, ``main_probs``, ``model_id``, ``classify_error`` added:
+    the per-page core :func:`pulpie_spark.page.classify_pages` over the batch's pages."""
     n = len(pdf)
     pages = [_as_list(v) for v in pdf[blocks_col]] if n else []
     paths = [_as_list(v) for v in pdf[paths_col]] if (paths_col and n) else None
-    labels: list = [np.zeros(0, dtype=np.int32) for _ in range(n)]
-    probs: list = [np.zeros(0, dtype=np.float32) for _ in range(n)]
-    errors: list = [None] * n
-    todo = [i for i in range(n) if pages[i]]
     if load_error is not None:
-        for i in todo:
-            errors[i] = load_error
-        todo = []
-
-    def run(indices: Sequence[int]) -> None:
-        batch_paths = [paths[i] for i in indices] if paths is not None else None
-        out = classifier.predict_proba([pages[i] for i in indices], batch_paths)
-        for i, p in zip(indices, out):
-            p = np.asarray(p, dtype=np.float32)
-            if len(p) != len(pages[i]):
-                raise ValueError(f"model returned {len(p)} probabilities for {len(pages[i])} blocks")
-            probs[i] = p
-            labels[i] = (p >= 0.5).astype(np.int32)
-
-    for batch in plan_batches([len(pages[i]) for i in todo], max_padded_blocks):
-        group = [todo[j] for j in batch]
-        try:
-            run(group)
-        except Exception as exc:
-            log.warning("classify batch of %d pages failed (%s); retrying page by page", len(group), exc)
-            _free_accelerator_memory()
-            for i in group:
-                try:
-                    run([i])
-                except Exception as page_exc:
-                    labels[i] = np.zeros(0, dtype=np.int32)
-                    probs[i] = np.zeros(0, dtype=np.float32)
-                    errors[i] = _error_text("classify_failed", page_exc)
-                    _free_accelerator_memory()
+        probs = [np.zeros(0, dtype=np.float32) for _ in range(n)]
+        errors = [load_error if pages[i] else None for i in range(n)]
+    else:
+        probs, errors = classify_pages(classifier, pages, paths, max_padded_blocks=max_padded_blocks)
     out = pdf.copy(deep=False)
-    out["labels"] = labels
-    out["main_probs"] = probs
-    out["model_id"] = model_id
-    out["classify_error"] = errors
+    out[prefix + "labels"] = [labels_from_probs(p) for p in probs]
+    out[prefix + "main_probs"] = probs
+    out[prefix + "model_id"] = model_id
+    out[prefix + "classify_error"] = errors
     return out
 
 
-def _free_accelerator_memory() -> None:
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    except Exception:
-        pass
-
-
 def classify_batches(batches: Iterator, *, spec: ModelSpec, blocks_col: str, paths_col: str | None,
-                     keep: list[str]) -> Iterator:
+                     keep: list[str], prefix: str = "") -> Iterator:
     """mapInPandas body: classify each Arrow batch with the worker's cached model."""
     classifier = None
     load_error = None
@@ -392,10 +341,10 @@ def classify_batches(batches: Iterator, *, spec: ModelSpec, blocks_col: str, pat
         if classifier is None and load_error is None:
             loaded = get_classifier(spec)
             if isinstance(loaded, Exception):
-                load_error = _error_text("model_load_failed", loaded)
+                load_error = classify_error(loaded, reasons.MODEL_LOAD_FAILED_PREFIX)
             else:
                 classifier = loaded
                 model_id = getattr(loaded, "model_id", None) or spec.model_id
         out = classify_frame(pdf[keep], classifier, blocks_col=blocks_col, paths_col=paths_col,
-                             model_id=model_id, load_error=load_error)
+                             model_id=model_id, load_error=load_error, prefix=prefix)
         yield out

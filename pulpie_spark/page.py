@@ -1,0 +1,244 @@
+"""One page through the extract stages: the per-page core every caller shares.
+
+    segment_page   html -> blocks, block_paths, map_html, encoding, seg_error
+    classify_pages pages' blocks -> P(main) per block, or an error per page
+    render_page    map_html + labels -> main_html, markdown, text, n_main, render_error
+    fallback_reason / fallback_page   trafilatura for pages the model could not serve
+    extract_pages  the four composed, for a list of pages (Extractor, evaluation harness)
+
+The Python API (:class:`pulpie_spark.Extractor`), the Spark stages (``segment``,
+``classify``, ``render`` adapters, which call these per row or per Arrow batch) and the
+evaluation harness all run a page through these functions, so one page gets the same
+guards, deadlines, fallback rule and error strings (:mod:`pulpie_spark.reasons`)
+whichever way it comes in. Nothing here knows Spark; none of these functions raises on
+a bad page.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+import numpy as np
+
+from pulpie_spark import reasons
+
+log = logging.getLogger(__name__)
+
+SEGMENT_FIELDS = ("blocks", "block_paths", "map_html", "encoding", "seg_error")
+RENDER_FIELDS = ("main_html", "markdown", "text", "n_main", "render_error")
+FALLBACK_FIELDS = ("markdown", "text", "fallback", "fallback_error")
+EXTRACT_FIELDS = ("markdown", "text", "main_html", "labels", "n_blocks", "n_main", "error",
+                  "fallback_reason", "fallback_used")
+# A page's classify error is cut to this many characters (it lands in a table column).
+ERROR_CHARS = 500
+# Pages go to the classifier in calls of at most this many padded blocks (pages x the
+# longest page of the call; a longer page goes alone). Classifiers pad every page of a
+# call to its longest: one 50,000-block page among small ones cost 16 x 50,000 padded
+# blocks, a 3.6 GiB peak for the adversarial corpus in one call against +293 MiB for
+# that page alone (docs/reliability.md). Pages are ordered by length first, so typical
+# pages (tens to hundreds of blocks) still share calls.
+MAX_PADDED_BLOCKS = 65_536
+
+
+def is_missing(value) -> bool:
+    """None or a float NaN (what pandas gives for a null cell)."""
+    return value is None or (isinstance(value, float) and value != value)
+
+
+# ----------------------------------------------------------------------------- segment
+
+def segment_page(html, declared_charset: str | None = None) -> dict:
+    """One page -> SEGMENT_FIELDS, under the page guards (size, nesting, deadline)."""
+    from pulpie_spark.guards import guard_page
+    from pulpie_spark.segment.simplify import simplify
+
+    empty = {"blocks": [], "block_paths": [], "map_html": None, "encoding": None, "seg_error": None}
+    if is_missing(html):
+        return {**empty, "seg_error": reasons.HTML_NULL}
+    if isinstance(html, (bytearray, memoryview)):
+        html = bytes(html)
+    if len(html) == 0:
+        return {**empty, "seg_error": reasons.HTML_EMPTY}
+    charset = None if is_missing(declared_charset) else declared_charset
+    page, reason = guard_page(simplify, html, declared_charset=charset)
+    if reason is not None:
+        return {**empty, "seg_error": reason}
+    if page.error or not page.blocks:
+        return {**empty, "encoding": page.encoding, "seg_error": page.error or reasons.NO_BLOCKS}
+    return {"blocks": list(page.blocks), "block_paths": list(page.paths), "map_html": page.map_html,
+            "encoding": page.encoding, "seg_error": None}
+
+
+# ----------------------------------------------------------------------------- classify
+
+def classify_error(exc: BaseException, what: str = "") -> str:
+    """``classify:<what>error:<Type>: <message>`` for a failed model call or load."""
+    # The whole message where it fits: a load error's hint (HF_HUB_OFFLINE, the path) is at its end.
+    return (reasons.CLASSIFY_PREFIX + what + reasons.exception_reason(exc, ERROR_CHARS))[:ERROR_CHARS]
+
+
+def classify_pages(classifier, pages: Sequence[Sequence[str]], paths: Sequence[Sequence[str]] | None = None,
+                   *, max_padded_blocks: int = MAX_PADDED_BLOCKS) -> tuple[list, list]:
+    """(P(main) per block as float32 arrays, error or None) per page.
+
+    Pages without blocks get an empty array and no error. Pages are classified in groups
+    of at most ``max_padded_blocks`` padded blocks; a group that fails is retried page by
+    page (one bad page must not lose the batch), and a page that still fails gets
+    ``classify:error:...``."""
+    n = len(pages)
+    probs: list = [np.zeros(0, dtype=np.float32) for _ in range(n)]
+    errors: list = [None] * n
+    todo = [i for i in range(n) if len(pages[i])]
+
+    def run(indices: Sequence[int]) -> None:
+        batch_paths = [paths[i] for i in indices] if paths is not None else None
+        out = classifier.predict_proba([pages[i] for i in indices], batch_paths)
+        for i, p in zip(indices, out):
+            p = np.asarray(p, dtype=np.float32)
+            if len(p) != len(pages[i]):
+                raise ValueError(f"model returned {len(p)} probabilities for {len(pages[i])} blocks")
+            probs[i] = p
+
+    from pulpie_spark.classify.inference import plan_batches
+
+    for batch in plan_batches([len(pages[i]) for i in todo], max_padded_blocks):
+        group = [todo[j] for j in batch]
+        try:
+            run(group)
+        except Exception as exc:
+            log.warning("classify batch of %d pages failed (%s); retrying page by page", len(group), exc)
+            _free_accelerator_memory()
+            for i in group:
+                try:
+                    run([i])
+                except Exception as page_exc:
+                    probs[i] = np.zeros(0, dtype=np.float32)
+                    errors[i] = classify_error(page_exc)
+                    _free_accelerator_memory()
+    return probs, errors
+
+
+def labels_from_probs(probs) -> np.ndarray:
+    """1 (main) where P(main) >= MAIN_THRESHOLD, else 0."""
+    from pulpie_spark.classify.base import MAIN_THRESHOLD
+
+    return (np.asarray(probs, dtype=np.float32) >= MAIN_THRESHOLD).astype(np.int32)
+
+
+def _free_accelerator_memory() -> None:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:
+        pass
+
+
+# ----------------------------------------------------------------------------- render
+
+def render_page(map_html, labels, *, links: bool = False, images: bool = False) -> dict:
+    """One page's main HTML, Markdown and text from its map HTML and block labels (RENDER_FIELDS).
+
+    The three renderings share one page deadline, like one page in segmentation."""
+    from pulpie_spark.guards import call_with_deadline, page_seconds, reason_for_exception
+    from pulpie_spark.render.reconstruct import render_main
+
+    out = {"main_html": None, "markdown": None, "text": None, "n_main": None, "render_error": None}
+    if is_missing(map_html) or labels is None:
+        return out
+    labels = [int(v) for v in labels]
+    out["n_main"] = int(sum(1 for v in labels if v == 1))
+    try:
+        out["main_html"], out["markdown"], out["text"] = call_with_deadline(
+            lambda: render_main(map_html, labels, links=links, images=images), seconds=page_seconds())
+    except Exception as exc:
+        out["render_error"] = reasons.RENDER_PREFIX + reason_for_exception(exc)
+    return out
+
+
+# ----------------------------------------------------------------------------- fallback
+
+def fallback_reason(seg_error: str | None, model_error: str | None, markdown: str | None) -> str | None:
+    """Why a page needs the fallback, or None when the model's result is usable.
+
+    ``model_error`` is the first error of the model path (segment, classify, render).
+    The Spark pipeline writes the same rule in SQL (spark_pipeline.fallback_reason_column);
+    tests/test_page.py checks that the two agree."""
+    if seg_error == reasons.NO_BLOCKS:
+        return reasons.FALLBACK_NO_BLOCKS
+    if model_error:
+        return reasons.FALLBACK_ERROR
+    if not (markdown or "").strip():
+        return reasons.FALLBACK_EMPTY_OUTPUT
+    return None
+
+
+def fallback_page(html, declared_charset=None, *, links: bool = False, images: bool = False) -> dict:
+    """trafilatura's Markdown and text for one page under the page guards (FALLBACK_FIELDS)."""
+    from pulpie_spark.guards import guard_page
+    from pulpie_spark.render.fallback import trafilatura_extract
+    from pulpie_spark.segment.decode import decode_html
+
+    out = {"markdown": None, "text": None, "fallback": None, "fallback_error": None}
+    if is_missing(html):
+        return out
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        charset = declared_charset if isinstance(declared_charset, str) else None
+        html, _ = decode_html(bytes(html), charset)
+    # Same size and time guards as segmentation: a page rejected as too large or too
+    # slow is not handed to trafilatura either.
+    result, guard_reason = guard_page(trafilatura_extract, html, links=links, images=images)
+    if guard_reason is not None:
+        out["fallback_error"] = reasons.prefixed(reasons.FALLBACK_FAILED_PREFIX, guard_reason)
+    elif result.error:
+        out["fallback_error"] = result.error
+    else:
+        out.update(markdown=result.markdown, text=result.text, fallback="trafilatura")
+    return out
+
+
+def join_errors(*errors: str | None) -> str | None:
+    """The non-empty errors joined by "; " (Spark: ``concat_ws("; ", ...)``), or None."""
+    present = [e for e in errors if e]
+    return "; ".join(present) if present else None
+
+
+# ----------------------------------------------------------------------------- composed
+
+def extract_pages(htmls: Sequence, classifier, *, charsets: Sequence | None = None, fallback: str = "none",
+                  links: bool = False, images: bool = False) -> list[dict]:
+    """Every page through segment -> classify (one batched model call) -> render -> fallback.
+
+    One dict of EXTRACT_FIELDS per page, in order. ``error`` is the model path's first
+    error (and the fallback's, joined, when that failed too)."""
+    from pulpie_spark.render.fallback import validate_fallback
+
+    fallback = validate_fallback(fallback)
+    charsets = list(charsets) if charsets is not None else [None] * len(htmls)
+    segments = [segment_page(h, c) for h, c in zip(htmls, charsets)]
+    probs, errors = classify_pages(classifier, [s["blocks"] for s in segments],
+                                   [s["block_paths"] for s in segments])
+    results = []
+    for html, charset, seg, p, cls_error in zip(htmls, charsets, segments, probs, errors):
+        out = {"markdown": None, "text": None, "main_html": None, "labels": [], "n_blocks": len(seg["blocks"]),
+               "n_main": 0, "error": None, "fallback_reason": None, "fallback_used": False}
+        rendered = {"render_error": None}
+        if seg["seg_error"] is None and cls_error is None:
+            out["labels"] = labels_from_probs(p).tolist()
+            rendered = render_page(seg["map_html"], out["labels"], links=links, images=images)
+            out.update(main_html=rendered["main_html"], markdown=rendered["markdown"], text=rendered["text"],
+                       n_main=rendered["n_main"] or 0)
+        out["error"] = seg["seg_error"] or cls_error or rendered["render_error"]
+        if fallback != "none":
+            why = fallback_reason(seg["seg_error"], out["error"], out["markdown"])
+            if why is not None:
+                out["fallback_reason"] = why
+                fb = fallback_page(html, charset, links=links, images=images)
+                if fb["fallback"] is not None:
+                    out.update(markdown=fb["markdown"], text=fb["text"], fallback_used=True)
+                else:
+                    out["error"] = join_errors(out["error"], fb["fallback_error"])
+        results.append(out)
+    return results
