@@ -1,7 +1,8 @@
 """Curate an extracted table: normalize, quality gates, exact + near dedup, report.
 
     spark-submit jobs/curate.py --input out/extracted --output out/curated \
-        [--removed out/curated_removed] [--report out/curated_report] [--config conf/curate.toml]
+        [--removed out/curated_removed] [--report out/curated_report] [--config conf/curate.toml] \
+        [--languages deu_Latn,fra_Latn]
 
 Writes the curated table (``--output``), the removed table with ``reason``,
 ``removed_stage`` and ``duplicate_of`` (``--removed``, default ``<output>_removed``) and
@@ -38,6 +39,9 @@ class CurateJob(SparkJob):
         parser.add_argument("--no-near-dedup", action="store_true", help="skip MinHash near dedup")
         parser.add_argument("--verify", default=None, choices=["none", "signature", "exact"],
                             help="override near_dedup.verify")
+        parser.add_argument("--languages", default=None,
+                            help="keep only these FineWeb-2 labels, comma-separated (deu_Latn,fra_Latn); "
+                                 "other rows are removed with reason language:not_selected")
         parser.add_argument("--tag-only", action="store_true",
                             help="every quality gate (" + ", ".join(GATE_NAMES) + ") tags instead of dropping")
 
@@ -58,6 +62,11 @@ class CurateJob(SparkJob):
             overrides.setdefault("near_dedup", {})["verify"] = args.verify
         if args.tag_only:
             overrides["quality"] = {gate: {"mode": "tag"} for gate in GATE_NAMES}
+        if args.languages is not None:
+            chosen = [label.strip() for label in args.languages.split(",") if label.strip()]
+            if not chosen:
+                raise SystemExit("--languages needs at least one label, e.g. deu_Latn,fra_Latn")
+            overrides.setdefault("language", {})["languages"] = chosen
         cfg = load_config(args.config, overrides)
 
         df = read_table(spark, args.input, args.input_format)

@@ -2,7 +2,7 @@
 
 One frozen dataclass per section of ``conf/curate.toml`` (``NormalizeConfig``,
 ``QualityConfig`` holding one config per quality gate, ``ExactDedupConfig``,
-``NearDedupConfig``, ``KeepConfig``), gathered in ``CurateConfig``. A file or an
+``NearDedupConfig``, ``KeepConfig``, ``LanguageConfig``), gathered in ``CurateConfig``. A file or an
 override dict is checked once, when it is loaded: an unknown key or a bad value raises
 ``ConfigError`` naming the key. The objects are picklable (they ship to Spark workers
 inside UDF closures); ``to_dict()`` gives the plain nested dict that is hashed and
@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 GATE_MODES = ("drop", "tag", "off")
+_LABEL = re.compile(r"[a-z]{3}_[A-Z][a-z]{3}")  # FineWeb-2 / GlotLID: <ISO 639-3>_<ISO 15924>
 
 
 class ConfigError(ValueError):
@@ -253,6 +255,49 @@ class NearDedupConfig(Section):
 
 
 @dataclass(frozen=True)
+class LanguageConfig(Section):
+    """Language identification (curate/language.py) on the normalized text.
+
+    ``mode``: ``drop`` removes a document whose score is under its language's minimum
+    (reason ``language:low_confidence``), ``tag`` keeps it and lists that reason in
+    ``quality_fails``, ``off`` does not identify (``language`` and ``language_score`` null;
+    ``languages`` must then be empty). The minimum of a label is ``min_scores[label]`` when
+    given, else the packaged FineWeb-2 value (``language.min_scores()``) when
+    ``fineweb2_min_scores``, else ``default_min_score`` (also for labels without a value and
+    for ``und``). ``languages``: keep only these labels (others: ``language:not_selected``)."""
+
+    where: ClassVar[str] = "language"
+    mode: str = "drop"
+    default_min_score: float = 0.5
+    fineweb2_min_scores: bool = True
+    # per-label overrides; a TOML table ([language.min_scores] deu_Latn = 0.9) is stored
+    # as sorted (label, score) pairs
+    min_scores: tuple[tuple[str, float], ...] = ()
+    languages: tuple[str, ...] = ()
+
+    @classmethod
+    def from_mapping(cls, data: Mapping | None = None, where: str | None = None, base: "Section | None" = None):
+        if isinstance(data, Mapping) and isinstance(data.get("min_scores"), Mapping):
+            data = {**data, "min_scores": sorted([k, v] for k, v in data["min_scores"].items())}
+        return super().from_mapping(data, where, base)
+
+    def validate(self, where: str) -> None:
+        _one_of(f"{where}.mode", self.mode, GATE_MODES)
+        scores = [(f"{where}.default_min_score", self.default_min_score)] + [
+            (f"{where}.min_scores.{label}", score) for label, score in self.min_scores]
+        for key, score in scores:
+            if not 0.0 <= score <= 1.0:
+                raise ConfigError(f"{key} must be between 0 and 1, got {score!r}")
+        if len({label for label, _ in self.min_scores}) != len(self.min_scores):
+            raise ConfigError(f"{where}.min_scores names a label twice")
+        for label in (*(lab for lab, _ in self.min_scores), *self.languages):
+            if not _LABEL.fullmatch(label):
+                raise ConfigError(f"{where}: {label!r} is not a FineWeb-2 label like deu_Latn or cmn_Hani")
+        if self.mode == "off" and self.languages:
+            raise ConfigError(f"{where}.languages needs language identification ({where}.mode drop or tag)")
+
+
+@dataclass(frozen=True)
 class KeepConfig(Section):
     where: ClassVar[str] = "keep"
     # which document of a duplicate group survives: first by these columns, doc_id last
@@ -270,6 +315,7 @@ SECTIONS: dict[str, type[Section]] = {
     "exact_dedup": ExactDedupConfig,
     "near_dedup": NearDedupConfig,
     "keep": KeepConfig,
+    "language": LanguageConfig,
 }
 
 
@@ -282,6 +328,7 @@ class CurateConfig:
     exact_dedup: ExactDedupConfig = field(default_factory=ExactDedupConfig)
     near_dedup: NearDedupConfig = field(default_factory=NearDedupConfig)
     keep: KeepConfig = field(default_factory=KeepConfig)
+    language: LanguageConfig = field(default_factory=LanguageConfig)
 
     def updated(self, overrides: Mapping | None) -> "CurateConfig":
         """A checked copy with ``overrides`` (nested dict, same shape as the TOML) applied."""

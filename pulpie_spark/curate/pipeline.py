@@ -2,6 +2,9 @@
 
     extracted rows
       -> input checks   (extract error, empty text after normalization)   reason extract_error | empty_text
+      -> language ID    (fastText lid.176 on the normalized text: columns  reason language:not_selected |
+                        language, language_score; --languages filter,      language:low_confidence
+                        per-language minimum score, drop or tag)
       -> quality gates  (drop-mode gates; tag-mode gates only list fails)  reason quality:<gate>:<rule>
                         (a row whose normalization + scoring runs over the
                         per-row deadline, PULPIE_PAGE_TIMEOUT_S, or fails)  reason timeout | out_of_memory | error:...
@@ -29,7 +32,7 @@ from pulpie_spark.curate.normalize import NORMALIZE_VERSION, normalization_finge
 from pulpie_spark.curate.spark_adapter import normalize_and_score_udf
 
 CURATE_VERSION = "1"
-STAGES = ("input", "quality", "exact_dedup", "near_dedup")
+STAGES = ("input", "language", "quality", "exact_dedup", "near_dedup")
 
 
 @dataclass
@@ -61,6 +64,9 @@ def curate(df: DataFrame, cfg: CurateConfig, *, text_col: str = "text",
 
     scored = (df.withColumn("_q", udf(F.col(text_col)))
               .withColumn(text_col, F.col("_q.text"))
+              .withColumn("language", F.col("_q.language"))
+              .withColumn("language_score", F.col("_q.language_score"))
+              .withColumn("_lang", F.col("_q.language_reason"))
               .withColumn("quality", F.col("_q.signals"))
               .withColumn("quality_fails", F.col("_q.fails"))
               .withColumn("quality_score", F.col("_q.score"))
@@ -76,14 +82,16 @@ def curate(df: DataFrame, cfg: CurateConfig, *, text_col: str = "text",
         F.when(error_cond, F.lit(reasons.EXTRACT_ERROR))
          .when(F.col("_failure").isNotNull(), F.col("_failure"))
          .when(F.col(text_col).isNull(), F.lit(reasons.EMPTY_TEXT))
+         .when(F.col("_lang").isNotNull(), F.col("_lang"))
          .when(F.col("_drop").isNotNull(), F.concat(F.lit(reasons.QUALITY_PREFIX), F.col("_drop"))),
     ).withColumn(
         "removed_stage",
         F.when(F.col("reason").isNull(), F.lit(None))
          .when(error_cond, F.lit("input"))
+         .when(F.col("_failure").isNull() & F.col("_lang").isNotNull(), F.lit("language"))
          .when(F.col("reason").startswith(reasons.QUALITY_PREFIX) | F.col("_failure").isNotNull(), F.lit("quality"))
          .otherwise(F.lit("input")),
-    ).drop("_drop", "_failure").persist(storage)
+    ).drop("_drop", "_failure", "_lang").persist(storage)
 
     stats: dict = {"curate_version": CURATE_VERSION, "config_hash": cfg_hash,
                    "config": cfg.to_dict(), "normalize_config_json": config_json(

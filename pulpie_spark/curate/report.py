@@ -38,7 +38,7 @@ def collect_report(annotated, stats: Mapping, signal_sample_rows: int = SIGNAL_S
             removed_at[r["removed_stage"]] += r["count"]
             reasons[r["reason"]] = reasons.get(r["reason"], 0) + r["count"]
     funnel, remaining = [{"stage": "input", "rows": total}], total
-    for stage, label in zip(STAGES, ("valid text", "after quality gates", "after exact dedup", "after near dedup")):
+    for stage, label in zip(STAGES, ("valid text", "after language ID", "after quality gates", "after exact dedup", "after near dedup")):
         remaining -= removed_at[stage]
         funnel.append({"stage": label, "rows": remaining, "removed": removed_at[stage]})
 
