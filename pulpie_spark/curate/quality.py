@@ -424,8 +424,11 @@ def _n_rules(gate: Gate, cfg: GateConfig) -> int:
     return len(gate.rules(cfg))
 
 
-def evaluate_quality(text: str, qcfg: QualityConfig | None = None) -> QualityResult:
+def evaluate_quality(text: str, qcfg: QualityConfig | None = None, language: str | None = None) -> QualityResult:
     """Run every enabled gate on one (normalized) text.
+
+    ``language`` is the document's FineWeb-2 label (``deu_Latn``, ``cmn_Hani``...);
+    None, ``und`` and ``eng_Latn`` mean English (the configured thresholds as they are).
 
     Signals of disabled gates are NaN so the column set never depends on the data.
     """
