@@ -4,7 +4,14 @@ Scheme (pure numpy, no Python call per word or shingle, no Spark):
 
 1. words: lowercase ``\\w+`` runs of the text (exactly ``words()``), found on the
    batch's code points (UTF-32, all documents joined by a separator) with one table
-   ``V[code point]`` that lowercases and marks non-word chars with 0;
+   ``V[code point]`` that lowercases and marks non-word chars with 0; in the scripts
+   written without spaces between words (Han, Hiragana/Katakana, Thai, Lao, Khmer,
+   Myanmar, Tibetan, Yi, ... ``SOLO_RANGES``) every character (letters, digits and
+   combining marks) is a word by itself, so a shingle there is a character n-gram and
+   one changed character changes only n shingles. The script of each character decides,
+   so a Japanese page with English menu words gets character n-grams for the Japanese
+   and word n-grams for the English; a text without such characters is hashed exactly
+   as before (same signatures);
 2. word hash: polynomial ``sum_t V[c_t] * B^-t mod 2^64`` over its chars, read off one
    prefix sum of the whole batch (``(Q[end] - Q[start]) * B^start``), finished with
    splitmix64 of (hash, length, seed); a shingle (n consecutive words) is the rolling
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -60,6 +68,66 @@ def _seed_mix(seed: int) -> np.uint64:
     return np.uint64(int(_splitmix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]))
 
 
+# Blocks of the scripts written without spaces between words: each word character (and
+# each combining mark) here is one "word" of its own (character n-grams).
+SOLO_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0E00, 0x0E7F),    # Thai
+    (0x0E80, 0x0EFF),    # Lao
+    (0x0F00, 0x0FFF),    # Tibetan
+    (0x1000, 0x109F),    # Myanmar
+    (0x1780, 0x17FF),    # Khmer
+    (0x1950, 0x19FF),    # Tai Le, New Tai Lue, Khmer symbols
+    (0x1A20, 0x1AAF),    # Tai Tham
+    (0x3005, 0x3007),    # ideographic iteration mark, closing mark, number zero
+    (0x3021, 0x3029),    # Hangzhou numerals
+    (0x3031, 0x3035),    # kana repeat marks
+    (0x303B, 0x303C),
+    (0x3040, 0x30FF),    # Hiragana, Katakana
+    (0x3100, 0x312F),    # Bopomofo
+    (0x31A0, 0x31BF),    # Bopomofo extended
+    (0x31F0, 0x31FF),    # Katakana phonetic extensions
+    (0x3400, 0x4DBF),    # CJK extension A
+    (0x4E00, 0x9FFF),    # CJK unified ideographs
+    (0xA000, 0xA4CF),    # Yi
+    (0xA9E0, 0xA9FF),    # Myanmar extended-B
+    (0xAA60, 0xAA7F),    # Myanmar extended-A
+    (0xF900, 0xFAFF),    # CJK compatibility ideographs
+    (0xFF66, 0xFF9F),    # halfwidth Katakana
+    (0x1B000, 0x1B16F),  # Kana supplement / extended-A
+    (0x20000, 0x323AF),  # CJK extensions B-H, compatibility supplement
+)
+_SOLO_MIN = min(lo for lo, _ in SOLO_RANGES)
+
+
+@lru_cache(maxsize=1)
+def _solo_table() -> np.ndarray:
+    """S[code point] (bool): a word character or combining mark of a SOLO_RANGES block."""
+    solo = np.zeros(0x110000, dtype=bool)
+    for lo, hi in SOLO_RANGES:
+        for cp in range(lo, hi + 1):
+            ch = chr(cp)
+            if ch.isalnum() or unicodedata.category(ch).startswith("M"):
+                solo[cp] = True
+    solo.setflags(write=False)
+    return solo
+
+
+def _class_ranges(flags: np.ndarray) -> str:
+    """A regex character class body for the code points set in ``flags``."""
+    cps = np.flatnonzero(flags)
+    breaks = np.flatnonzero(np.diff(cps) != 1)
+    starts = np.concatenate(([cps[0]], cps[breaks + 1]))
+    ends = np.concatenate((cps[breaks], [cps[-1]]))
+    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+                   for a, b in zip(starts.tolist(), ends.tolist()))
+
+
+@lru_cache(maxsize=1)
+def _word_regex() -> re.Pattern:
+    solo = _class_ranges(_solo_table())
+    return re.compile(f"[{solo}]|[^\\W{solo}]+")
+
+
 # chars that str.lower() does not map one-to-one: capital sigma (final-sigma context)
 # plus, filled by _char_table(), those with a multi-char lowercase (U+0130)
 _CONTEXT_LOWER: list[str] = ["\u03a3"]
@@ -85,6 +153,10 @@ def _char_table() -> np.ndarray:
     rand = _splitmix64(np.arange(n, dtype=np.uint64) + np.uint64(0x5EED0000))
     rand[rand == 0] = 1
     table = np.where(is_word[lower], rand[lower], np.uint64(0))
+    # combining marks of the SOLO_RANGES scripts (Thai, Myanmar, ... vowel signs) are
+    # characters of their own there, not separators
+    marks = _solo_table() & ~is_word
+    table[marks] = rand[marks]
     table.setflags(write=False)
     return table
 
@@ -110,7 +182,11 @@ def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """Lowercase ``\\w+`` runs; in SOLO_RANGES scripts each character is a word."""
+    low = text.lower()
+    if low.isascii() or max(map(ord, low)) < _SOLO_MIN:
+        return _WORD.findall(low)
+    return _word_regex().findall(low)
 
 
 def _batch_shingles(texts: Sequence[str | None], ngram: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -133,11 +209,25 @@ def _batch_shingles(texts: Sequence[str | None], ngram: int, seed: int) -> tuple
     doc_start[1:] += 1
     v = table[cps]
     mask = v != 0
-    # change[i]: last index before a word starts / last index of a word (they alternate)
-    change = np.flatnonzero(mask[1:] != mask[:-1])
-    if len(change) == 0:
-        return empty
-    before, last = change[0::2], change[1::2]
+    # SOLO characters of the batch: looked up only among the code points >= _SOLO_MIN
+    # (a table lookup over the whole batch would cost English text ~10% of the time)
+    high = np.flatnonzero(cps >= _SOLO_MIN)
+    solo_at = high[_solo_table()[cps[high]]] if len(high) else high
+    if len(solo_at) == 0:
+        # change[i]: last index before a word starts / last index of a word (they alternate)
+        change = np.flatnonzero(mask[1:] != mask[:-1])
+        if len(change) == 0:
+            return empty
+        before, last = change[0::2], change[1::2]
+    else:
+        # a SOLO character is a word alone: it starts and ends one, and so do its neighbours
+        solo = np.zeros(len(cps), dtype=bool)
+        solo[solo_at] = True
+        cut = solo[1:] | solo[:-1]
+        before = np.flatnonzero(mask[1:] & (cut | ~mask[:-1]))
+        last = np.flatnonzero(mask[:-1] & (cut | ~mask[1:]))
+        if len(before) == 0:
+            return empty
     wlen = last - before
     # word [s, e): sum_t V[c_{s+t}] * B^-t = (Q[e-1] - Q[s-1]) * B^s, Q = cumsum(V[c_m] * B^-m)
     pw, pw_inv = _powers(len(cps))
