@@ -3,6 +3,7 @@ pytest puts tests/ on sys.path). Test modules never import each other."""
 
 from __future__ import annotations
 
+import importlib.util
 import random
 from pathlib import Path
 
@@ -46,3 +47,13 @@ def edit_to_jaccard(words: list[str], target: float, rng: random.Random, ngram: 
     for pos in sorted(rng.sample(positions, k)):
         out[pos] = f"x{rng.randrange(10**9)}"
     return out
+
+
+def load_job(name: str):
+    """The module of jobs/<name>.py, loaded from its file as spark-submit runs it (the jobs
+    import the installed package; nothing is put on sys.path)."""
+    path = ROOT / "jobs" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"pulpie_job_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
 from pulpie_spark.curate.normalize import normalization_fingerprint
 from pulpie_spark.curate.quality import evaluate_quality
-from helpers_data import GOOD, edit_to_jaccard
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jobs"))
+from helpers_data import GOOD, edit_to_jaccard, load_job
 
 
 WORDS = ("river mill bridge valley meadow harvest council museum archive letter survey storm village "
@@ -60,7 +57,7 @@ def extracted(spark, tmp_path_factory):
 
 
 def _run(extracted, out_dir: Path):
-    from curate import CurateJob
+    CurateJob = load_job("curate").CurateJob
 
     path, _ = extracted
     code = CurateJob().main(["--input", str(path), "--output", str(out_dir / "curated"), "--log-level", "ERROR"])

@@ -11,6 +11,7 @@ import shutil
 
 import pytest
 
+from helpers_data import load_job
 from helpers_models import save_tiny_classifier
 from pulpie_spark.ingest.warc import read_warc_file
 from pulpie_spark.spark_pipeline import ExtractOptions, run_extract
@@ -127,11 +128,7 @@ def test_extract_table_to_delta_with_rejects(spark, tmp_path, sample_pages, tiny
 
 
 def test_extract_job_on_warc_files(spark, tmp_path, data_dir, tiny_model, capsys):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jobs"))
-    from extract import ExtractJob
+    ExtractJob = load_job("extract").ExtractJob
 
     from pulpie_spark.io import read_table
 

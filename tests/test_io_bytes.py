@@ -49,7 +49,6 @@ def table_rows():
 
 def write_once(out: str) -> None:
     """One driver JVM: build the table and write it with write_table."""
-    sys.path.insert(0, str(ROOT))
     from pulpie_spark.io import write_table
     from pulpie_spark.session import get_spark
 

@@ -12,13 +12,12 @@ their peak RSS (``VmHWM``) is this corpus's alone.
 
 from __future__ import annotations
 
-import importlib.util
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from helpers_data import ROOT
+from helpers_data import ROOT, load_job
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -35,16 +34,6 @@ from adversarial import build_corpus
 PYTHON_WORKER_RSS_BOUND = 2 * 1024**3
 # Per-page deadline in these runs (the default is 30 s): short, so a slow page costs little.
 PAGE_SECONDS = "5"
-
-
-def load_job(name: str):
-    path = ROOT / "jobs" / f"{name}.py"
-    if not path.exists():
-        pytest.fail(f"jobs/{name}.py does not exist yet (issue: job missing)")
-    spec = importlib.util.spec_from_file_location(f"job_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def job_class(module):

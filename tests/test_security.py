@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import http.server
-import importlib.util
 import pickle
 import socket
 import threading
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from helpers_data import ROOT
+from helpers_data import ROOT, load_job
 import pytest
 
 
@@ -219,13 +218,6 @@ def test_default_model_extraction_works_with_network_disabled(monkeypatch, trap_
     assert result.error is None and "harbour master" in result.text
     assert attempts == [], f"connection attempts: {attempts}"
     assert CountingHandler.requests == []
-
-
-def load_job(name: str):
-    spec = importlib.util.spec_from_file_location(f"security_job_{name}", ROOT / "jobs" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def files_under(directory: Path) -> set[Path]:
