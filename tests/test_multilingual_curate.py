@@ -179,3 +179,26 @@ def test_languages_filter_in_the_job(spark, tmp_path):
                        for lang in DOCS if lang not in ("de", "zh")}
     report = json.loads((Path(str(out) + "_report") / "report.json").read_text())
     assert report["removed_by_reason"] == {reasons.LANGUAGE_NOT_SELECTED: 5}
+
+
+def test_report_has_per_language_funnel_and_scores(spark, curated, tmp_path):
+    from pulpie_spark.curate.report import collect_report, write_report
+
+    cols = ("doc_id", "reason", "removed_stage", "language", "language_score", "quality_fails")
+    rows = [tuple(r[c] for c in cols) + ((r["quality_score"],),) for r in curated.values()]
+    df = spark.createDataFrame(rows, "doc_id string, reason string, removed_stage string, language string, "
+                                     "language_score double, quality_fails array<string>, quality struct<score:double>")
+    report = collect_report(df, {})
+    langs = report["languages"]
+    assert sum(v["rows"] for v in langs.values()) == len(curated)
+    de = langs["deu_Latn"]
+    expected_de = [r for r in curated.values() if r["language"] == "deu_Latn"]
+    assert de["rows"] == len(expected_de) and de["kept"] == sum(r["reason"] is None for r in expected_de)
+    assert sum(de["removed_by_reason"].values()) == de["rows"] - de["kept"]
+    assert sum(de["score"]["histogram"]) == de["rows"] and 0 < de["score"]["p50"] <= 1
+    assert langs["und"]["score"]["histogram"][0] == 1 and langs["und"]["removed_by_reason"] == {
+        reasons.LANGUAGE_LOW_CONFIDENCE: 1}
+    json_path, html_path = write_report(report, tmp_path)
+    assert json.loads(json_path.read_text())["languages"]["deu_Latn"]["rows"] == de["rows"]
+    html = html_path.read_text()
+    assert "<h2>Languages</h2>" in html and "deu_Latn" in html and html.count("data:image/png;base64,") >= 2

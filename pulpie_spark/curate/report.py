@@ -69,8 +69,10 @@ def collect_report(annotated, stats: Mapping, signal_sample_rows: int = SIGNAL_S
                                  "p01": float(q[0]), "p10": float(q[1]), "p50": float(q[2]),
                                  "p90": float(q[3]), "p99": float(q[4]),
                                  "_values": values}
+    languages = _language_report(annotated) if "language" in annotated.columns else {}
     near = dict(stats.get("near_dedup", {}))
     return {
+        "languages": languages,
         "curate_version": stats.get("curate_version"),
         "config_hash": stats.get("config_hash"),
         "config": stats.get("config"),
@@ -85,6 +87,42 @@ def collect_report(annotated, stats: Mapping, signal_sample_rows: int = SIGNAL_S
         "near_dedup": near,
         "signals": signals,
     }
+
+
+SCORE_BINS = 20  # language_score histogram: 20 bins of 0.05 over [0, 1]
+
+
+def _language_report(annotated) -> dict:
+    """Per language (null: not identified): rows in, kept, removed by reason, and the
+    language_score distribution (20 bins of 0.05, exact counts, plus quantiles)."""
+    from pyspark.sql import functions as F
+
+    lang = F.coalesce(F.col("language"), F.lit("(none)"))
+    by_reason = annotated.groupBy(lang.alias("lang"), "reason").count().collect()
+    out: dict[str, dict] = {}
+    for r in by_reason:
+        entry = out.setdefault(r["lang"], {"rows": 0, "kept": 0, "removed_by_reason": {}, "score": {}})
+        entry["rows"] += r["count"]
+        if r["reason"] is None:
+            entry["kept"] += r["count"]
+        else:
+            entry["removed_by_reason"][r["reason"]] = r["count"]
+    bins = (annotated.where(F.col("language_score").isNotNull())
+            .groupBy(lang.alias("lang"),
+                     F.least(F.floor(F.col("language_score") * SCORE_BINS), F.lit(SCORE_BINS - 1)).alias("bin"))
+            .count().collect())
+    for r in bins:
+        hist = out[r["lang"]]["score"].setdefault("histogram", [0] * SCORE_BINS)
+        hist[int(r["bin"])] = int(r["count"])
+    quant = (annotated.where(F.col("language_score").isNotNull()).groupBy(lang.alias("lang"))
+             .agg(F.percentile_approx("language_score", [0.01, 0.1, 0.5, 0.9], 10000).alias("q"),
+                  F.mean("language_score").alias("mean")).collect())
+    for r in quant:
+        out[r["lang"]]["score"].update({"mean": float(r["mean"]), "p01": float(r["q"][0]),
+                                        "p10": float(r["q"][1]), "p50": float(r["q"][2]), "p90": float(r["q"][3])})
+    for entry in out.values():
+        entry["removed_by_reason"] = dict(sorted(entry["removed_by_reason"].items(), key=lambda kv: (-kv[1], kv[0])))
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1]["rows"], kv[0])))
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -135,6 +173,20 @@ def _plots(report: Mapping) -> dict[str, str]:
         out["clusters"] = _png(fig)
         plt.close(fig)
 
+    langs = [(k, v) for k, v in report.get("languages", {}).items() if v["score"].get("histogram")][:12]
+    if langs:
+        fig, ax = plt.subplots(figsize=(7, 3))
+        edges = np.linspace(0, 1, SCORE_BINS + 1)
+        for name, entry in langs:
+            hist = np.asarray(entry["score"]["histogram"], dtype=float)
+            ax.step(edges[:-1], hist / max(hist.sum(), 1), where="post", label=name)
+        ax.set_xlabel("language_score")
+        ax.set_ylabel("share of the language's rows")
+        ax.legend(fontsize=6, ncol=2)
+        ax.set_title("Language-score distribution (largest languages)")
+        out["language_scores"] = _png(fig)
+        plt.close(fig)
+
     names = [n for n, s in report["signals"].items() if "_values" in s]
     if names:
         cols = 4
@@ -181,6 +233,13 @@ def write_report(report: Mapping, out_dir: str | Path) -> tuple[Path, Path]:
         f"{data['rows']:,} rows in, {data['kept']:,} kept.</p>",
         "<h2>Funnel</h2>", _table([(f["stage"], f"{f['rows']:,}", f"-{f.get('removed', 0):,}") for f in data["funnel"]]),
         img.get("funnel", ""),
+        "<h2>Languages</h2><p>Per language: rows in, kept, removed by reason; language_score "
+        "quantiles of all its rows.</p>",
+        _table([("language", "rows in", "kept", "removed by reason", "score p01", "p10", "p50", "p90")] + [
+            (k, f"{v['rows']:,}", f"{v['kept']:,}", ", ".join(f"{r}: {c:,}" for r, c in v["removed_by_reason"].items()),
+             *(f"{v['score'][q]:.3f}" if q in v["score"] else "" for q in ("p01", "p10", "p50", "p90")))
+            for k, v in data.get("languages", {}).items()]),
+        img.get("language_scores", ""),
         "<h2>Removal reasons</h2>", _table(list(data["removed_by_reason"].items())), img.get("reasons", ""),
         "<h2>Failed rules (all evaluated rows, drop and tag gates)</h2>",
         _table(list(data["failed_rules_all_rows"].items())),
