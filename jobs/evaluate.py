@@ -11,6 +11,14 @@ empty pages and pages/s per core (pages / summed single-core seconds per extract
 The model runs end to end through ``pulpie_spark.extractor.Extractor`` (segment +
 classify + text, or Markdown for WebMainBench whose reference is Markdown).
 
+``--protocol loso`` (leave one source out; pulpie_spark/evaluate/loso.py): for every source
+of the input folder (small sources grouped, near-duplicates counted once) train a model
+without it, with the shipped model's recipe, and score it on that source; trafilatura and
+resiliparse run on the same pages. The table quoted in docs/model-card.md:
+
+    python jobs/evaluate.py --protocol loso --input ../shared/data/extraction \
+        --output /tmp/pulpie-loso --workers 2 --epochs 2 --max-pages-per-source 300
+
 The evaluation is local (pandas + multiprocessing): it starts no SparkSession and
 takes no Spark flags (--input, --output and its own).
 """
@@ -30,6 +38,8 @@ class EvaluateJob(SparkJob):
     uses_spark = False
 
     def add_arguments(self, parser) -> None:
+        parser.add_argument("--protocol", choices=["split", "loso"], default="split",
+                            help="split: score --model on --split; loso: leave-one-source-out training + scoring")
         parser.add_argument("--model", default="default", help="classifier name for Extractor(model=...)")
         parser.add_argument("--split", default="dev", help="split to evaluate ('all' for every page)")
         parser.add_argument("--sources", default=None, help="comma-separated sources to keep")
@@ -40,8 +50,28 @@ class EvaluateJob(SparkJob):
                             help="Extractor fallback for pages where the model finds no content")
         parser.add_argument("--compare", choices=["auto", "text", "markdown"], default="auto",
                             help="model output compared with the reference (auto: markdown for JSONL)")
+        loso = parser.add_argument_group("loso", "leave-one-source-out (--protocol loso)")
+        loso.add_argument("--min-fold-pages", type=int, default=100,
+                          help="sources with fewer pages join their family's fold or 'small-sources'")
+        loso.add_argument("--limit-per-source", type=int, default=None, help="first N pages per source (smoke)")
+        loso.add_argument("--features-cache", default=None, help="feature cache (default: OUTPUT/features.parquet)")
+        loso.add_argument("--reuse-cache", action="store_true", help="reuse --features-cache if it exists")
+        loso.add_argument("--keep-models", action="store_true", help="keep each fold's model under OUTPUT/models")
+        loso.add_argument("--epochs", type=int, default=2, help="epochs per fold (as jobs/train.py --epochs)")
+        loso.add_argument("--max-minutes", type=float, default=None, help="training-time budget per fold")
+        loso.add_argument("--max-pages-per-source", type=int, default=300,
+                          help="train pages per source per fold (as jobs/train.py --max-pages-per-source)")
+        loso.add_argument("--batch-pages", type=int, default=16)
+        loso.add_argument("--lr", type=float, default=2e-3)
+        loso.add_argument("--patience", type=int, default=4)
+        loso.add_argument("--seed", type=int, default=13)
+        loso.add_argument("--hidden", type=int, default=96)
+        loso.add_argument("--embed-dim", type=int, default=48)
+        loso.add_argument("--buckets", type=int, default=1 << 15)
 
     def run(self, spark, args) -> int:
+        if args.protocol == "loso":
+            return self.run_loso(args)
         from pulpie_spark.evaluate.harness import format_table, load_labelled_table, run_extractors, score
 
         if not args.input:
@@ -66,6 +96,30 @@ class EvaluateJob(SparkJob):
             results.to_parquet(out / "pages.parquet", index=False)
             scores.to_csv(out / "scores.csv", index=False)
             (out / "scores.json").write_text(json.dumps(scores.to_dict(orient="records"), indent=2) + "\n")
+        return 0
+
+    def run_loso(self, args) -> int:
+        from pulpie_spark.evaluate.loso import run_loso
+
+        if not args.input or not args.output:
+            raise SystemExit("--protocol loso needs --input (a labelled Parquet folder) and --output")
+        train_config = {"epochs": args.epochs, "batch_pages": args.batch_pages, "lr": args.lr,
+                        "patience": args.patience, "seed": args.seed, "threads": args.threads,
+                        "max_minutes": args.max_minutes, "max_pages_per_source": args.max_pages_per_source,
+                        "model": {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets}}
+        sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
+        result = run_loso(args.input, args.output, train_config=train_config,
+                          min_fold_pages=args.min_fold_pages, workers=args.workers, fallback=args.fallback,
+                          features_cache=args.features_cache, reuse_cache=args.reuse_cache, sources=sources,
+                          limit_per_source=args.limit_per_source, keep_models=args.keep_models)
+        s = result["summary"]
+        print(f"protocol=loso input={args.input} pages={s['pages']} (of {s['input_pages']}, "
+              f"{s['duplicates_dropped']} near-duplicates dropped) folds={len(s['folds'])} "
+              f"epochs={args.epochs} max_pages_per_source={args.max_pages_per_source} "
+              f"fallback={args.fallback} workers={args.workers} wall={s['wall_seconds']:.0f}s")
+        for fold, members in s["folds"].items():
+            print(f"  fold {fold}: {', '.join(members)}")
+        print(result["markdown"])
         return 0
 
 

@@ -48,6 +48,8 @@ class TrainJob(SparkJob):
         parser.add_argument("--patience", type=int, default=4)
         parser.add_argument("--max-minutes", type=float, default=None,
                             help="stop after the epoch that crosses this training-time budget")
+        parser.add_argument("--max-pages-per-source", type=int, default=None,
+                            help="seeded sample of at most N train pages per source (balance, time)")
         parser.add_argument("--seed", type=int, default=13)
         parser.add_argument("--threads", type=int, default=1, help="torch threads per training process")
         parser.add_argument("--hidden", type=int, default=96)
@@ -80,7 +82,7 @@ class TrainJob(SparkJob):
              "gold_recall": r.gold_recall} for r in cache.itertuples(index=False))))
         cfg = TrainConfig(epochs=args.epochs, batch_pages=args.batch_pages, lr=args.lr,
                           patience=args.patience, seed=args.seed, threads=args.threads,
-                          max_minutes=args.max_minutes,
+                          max_minutes=args.max_minutes, max_pages_per_source=args.max_pages_per_source,
                           device="cuda" if args.use_gpu else "cpu")
         cfg_dict = {k: v for k, v in cfg.__dict__.items() if k != "model"}
         cfg_dict["model"] = {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets}

@@ -26,6 +26,7 @@ from pulpie_spark.evaluate.metrics import rouge_n_f1, shingle_scores, shingle_tp
 log = logging.getLogger("pulpie_spark.evaluate")
 
 TRAFILATURA = "trafilatura"
+RESILIPARSE = "resiliparse"
 
 
 # ----------------------------------------------------------------------------- loading
@@ -84,6 +85,21 @@ def trafilatura_text(html) -> str:
     import trafilatura
 
     return trafilatura.extract(html, output_format="txt") or ""
+
+
+def resiliparse_text(html) -> str:
+    """DCLM's extractor: resiliparse ``extract_plain_text(main_content=True)``. Bytes are
+    decoded with resiliparse's own charset detection (counted in its time)."""
+    from resiliparse.extract.html2text import extract_plain_text
+
+    if isinstance(html, (bytes, bytearray)):
+        from resiliparse.parse.encoding import bytes_to_str, detect_encoding
+
+        html = bytes_to_str(bytes(html), detect_encoding(bytes(html)))
+    return extract_plain_text(html or "", main_content=True) or ""
+
+
+BASELINES: dict[str, Callable] = {TRAFILATURA: trafilatura_text, RESILIPARSE: resiliparse_text}
 
 
 def _is_blockmodel_dir(model: str) -> bool:
@@ -164,11 +180,13 @@ def run_extractors(table: pd.DataFrame, model: str | None = "default", output: s
 
 # ----------------------------------------------------------------------------- scoring
 
-def score(results: pd.DataFrame, extractors: Sequence[str] = ("model", TRAFILATURA)) -> pd.DataFrame:
-    """Per group and overall: pages, ROUGE-5 F1, shingle P/R/F1, empty pages, pages/s per core."""
+def score(results: pd.DataFrame, extractors: Sequence[str] = ("model", TRAFILATURA),
+          group_column: str = "group", overall: bool = True) -> pd.DataFrame:
+    """Per group (and overall): pages, ROUGE-5 F1, shingle P/R/F1, shingle F1 with CJK
+    characters as tokens, empty pages, pages/s per core."""
     rows = []
-    groups = [("overall", results)] + [(g, results[results["group"] == g])
-                                       for g in sorted(results["group"].unique())]
+    groups = ([("overall", results)] if overall else []) + [
+        (g, results[results[group_column] == g]) for g in sorted(results[group_column].dropna().unique())]
     for name in extractors:
         if f"{name}_text" not in results.columns:
             continue
@@ -177,11 +195,12 @@ def score(results: pd.DataFrame, extractors: Sequence[str] = ("model", TRAFILATU
             refs = part["reference"].fillna("").tolist()
             rouge = [rouge_n_f1(t, r, 5) for t, r in zip(texts, refs)]
             shingle = shingle_scores(shingle_tp_fp_fn(t, r) for t, r in zip(texts, refs))
+            cjk = shingle_scores(shingle_tp_fp_fn(t, r, cjk_chars=True) for t, r in zip(texts, refs))
             seconds = float(part[f"{name}_cpu_seconds"].sum())
             rows.append({"extractor": name, "group": group, "pages": len(part),
                          "rouge5_f1": sum(rouge) / len(rouge) if rouge else 0.0,
                          "shingle_precision": shingle["precision"], "shingle_recall": shingle["recall"],
-                         "shingle_f1": shingle["f1"],
+                         "shingle_f1": shingle["f1"], "shingle_cjk_f1": cjk["f1"],
                          "empty": int(sum(1 for t in texts if not t.strip())),
                          "errors": int(part[f"{name}_error"].notna().sum()),
                          "pages_per_s_core": len(part) / seconds if seconds > 0 else float("nan")})

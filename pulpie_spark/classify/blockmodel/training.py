@@ -51,6 +51,7 @@ class TrainConfig:
     distill_temperature: float = 2.0
     max_blocks: int = 1024               # longer pages are cut into windows of this many blocks
     max_minutes: float | None = None     # stop after the epoch that crosses this wall-clock budget
+    max_pages_per_source: int | None = None  # seeded sample of at most this many train pages per source
     device: str = "cpu"
     model: BlockModelConfig = field(default_factory=BlockModelConfig)
 
@@ -244,6 +245,28 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
     return model.cpu(), report
 
 
+def training_rows(frame: pd.DataFrame, max_pages_per_source: int | None = None,
+                  seed: int = 13) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(train, dev) rows of a features cache: kept pages with blocks, sorted by (source, page_id).
+
+    ``max_pages_per_source`` caps each source's train pages with a seeded sample (sources
+    are balanced: the two 1,300-page sets would otherwise be half of every batch; it also
+    bounds the training time). Dev rows are not capped. The same rule trains the shipped
+    model (jobs/train.py) and every fold of the leave-one-source-out protocol.
+    """
+    frame = frame[frame["kept"] & (frame["n_blocks"] > 0)].sort_values(["source", "page_id"], kind="stable")
+    train = frame[frame["split"] != "dev"]
+    dev = frame[frame["split"] == "dev"]
+    if max_pages_per_source:
+        parts = []
+        for _, part in train.groupby("source", sort=True):
+            if len(part) > max_pages_per_source:
+                part = part.sample(n=max_pages_per_source, random_state=seed).sort_values("page_id", kind="stable")
+            parts.append(part)
+        train = pd.concat(parts) if parts else train
+    return train, dev
+
+
 def train_entry(cache_path: str, output: str, config_json: str, distill: bool) -> dict:
     """Training on one process (driver or a TorchDistributor worker): features cache -> model dir.
 
@@ -252,9 +275,8 @@ def train_entry(cache_path: str, output: str, config_json: str, distill: bool) -
     cfg_dict = json.loads(config_json)
     model_cfg = BlockModelConfig.from_dict(cfg_dict.pop("model", {}))
     cfg = TrainConfig(**cfg_dict, model=model_cfg)
-    frame = pd.read_parquet(cache_path)
-    frame = frame[frame["kept"] & (frame["n_blocks"] > 0)].sort_values(["source", "page_id"], kind="stable")
-    train = frame_to_examples(frame[frame["split"] != "dev"])
-    dev = frame_to_examples(frame[frame["split"] == "dev"])
+    train_rows, dev_rows = training_rows(pd.read_parquet(cache_path), cfg.max_pages_per_source, cfg.seed)
+    train = frame_to_examples(train_rows)
+    dev = frame_to_examples(dev_rows)
     _, report = train_model(train, dev, cfg, output_dir=output, distill=distill)
     return {k: v for k, v in report.items() if k != "history"}

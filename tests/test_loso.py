@@ -1,0 +1,160 @@
+"""Leave-one-source-out protocol (jobs/evaluate.py --protocol loso) on a tiny local table.
+
+The table is built from tests/data/model_pages.parquet (6 labelled pages) relabelled into
+fake sources: alpha (2 pages), beta (2 pages), gamma and tiny (+ a copy of an alpha page)
+(1 page each: below --min-fold-pages 2, so they are pooled into one fold).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pandas as pd
+import pytest
+
+from helpers_data import ROOT
+
+
+def _evaluate_job():
+    spec = importlib.util.spec_from_file_location("pulpie_evaluate_job_loso", ROOT / "jobs" / "evaluate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.EvaluateJob()
+
+
+@pytest.fixture()
+def fake_sources(tmp_path, data_dir):
+    pages = pd.read_parquet(data_dir / "model_pages.parquet").sort_values("page_id").reset_index(drop=True)
+    pages["split"] = "train"
+    pages["url"] = [f"https://example.org/{i}" for i in range(len(pages))]
+    names = ["alpha", "alpha", "beta", "beta", "gamma", "tiny"]
+    pages["source"] = names
+    copy = pages.iloc[[0]].copy()              # the same page again in another set
+    copy["source"], copy["page_id"], copy["url"] = "tiny", "copy-of-alpha-0", "http://www.example.org/0/"
+    folder = tmp_path / "extraction"
+    folder.mkdir()
+    table = pd.concat([pages, copy], ignore_index=True)
+    for name, part in table.groupby("source"):
+        part.to_parquet(folder / f"{name}.parquet", index=False)
+    return folder, table
+
+
+def test_loso_holds_each_source_out_and_tables_every_source(tmp_path, fake_sources, capsys):
+    folder, table = fake_sources
+    out = tmp_path / "loso"
+    rc = _evaluate_job().main([
+        "--protocol", "loso", "--input", str(folder), "--output", str(out), "--min-fold-pages", "2",
+        "--epochs", "1", "--batch-pages", "2", "--hidden", "16", "--embed-dim", "8", "--buckets", "2048",
+        "--fallback", "none"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["input_pages"] == 7 and summary["duplicates_dropped"] == 1 and summary["pages"] == 6
+    assert summary["folds"] == {"alpha": ["alpha"], "beta": ["beta"], "small-sources": ["gamma", "tiny"]}
+    dropped = pd.read_csv(out / "duplicates.csv")
+    assert dropped[["source", "page_id"]].values.tolist() == [["tiny", "copy-of-alpha-0"]]
+
+    fold_of = {"alpha": "alpha", "beta": "beta", "gamma": "small-sources", "tiny": "small-sources"}
+    folds = json.loads((out / "folds.json").read_text())
+    assert sorted(f["fold"] for f in folds) == ["alpha", "beta", "small-sources"]
+    for fold in folds:
+        keys = fold["train_keys"] + fold["dev_keys"]
+        assert fold["train_pages"] == len(fold["train_keys"]) > 0
+        held_out = {k for k in keys if fold_of[k.split("/", 1)[0]] == fold["fold"]}
+        assert held_out == set(), f"fold {fold['fold']} trained on its own pages: {held_out}"
+        assert fold["fold"] not in {fold_of[s] for s in fold["train_sources"]}
+        assert fold["epochs_run"] == 1
+        assert "tiny/copy-of-alpha-0" not in keys
+    # every kept page is scored by the model of its own fold and by both baselines
+    pages = pd.read_parquet(out / "pages.parquet")
+    assert len(pages) == 6 and pages["fold"].map(lambda f: f in fold_of.values()).all()
+    assert (pages["source"].map(fold_of) == pages["fold"]).all()
+    for name in ("model", "trafilatura", "resiliparse"):
+        assert pages[f"{name}_text"].notna().all() and (pages[f"{name}_cpu_seconds"] > 0).all()
+    # the table has every source and every fold, for the three extractors
+    scores = pd.read_csv(out / "scores.csv")
+    for by, groups in (("source", {"alpha", "beta", "gamma", "tiny"}),
+                       ("fold", {"alpha", "beta", "small-sources"})):
+        part = scores[scores["by"] == by]
+        assert set(part["group"]) == groups
+        assert (part.groupby("group")["extractor"].apply(set) == {"model", "trafilatura", "resiliparse"}).all()
+    assert {"shingle_f1", "shingle_cjk_f1", "rouge5_f1", "pages_per_s_core"} <= set(scores.columns)
+    markdown = (out / "loso.md").read_text()
+    for group in ("alpha", "beta", "small-sources", "gamma", "tiny"):
+        assert f"| {group} |" in markdown and f"| {group} |" in printed
+
+
+def test_assign_folds_groups_small_sources_by_family_then_pools():
+    from pulpie_spark.evaluate.loso import SMALL_FOLD, assign_folds
+
+    counts = {"cleaneval": 700, "cleanportaleval": 70, "newspaper3k_tests": 120, "newspaper4k_tests": 14,
+              "goose3_tests": 6, "htmltotext": 28, "chinese_wce_dataset": 69}
+    folds = assign_folds(counts, 100)
+    assert folds == {"cleaneval": "cleaneval", "cleanportaleval": "cleaneval",
+                     "newspaper3k_tests": "newspaper3k_tests", "newspaper4k_tests": "newspaper3k_tests",
+                     "goose3_tests": "newspaper3k_tests", "htmltotext": SMALL_FOLD,
+                     "chinese_wce_dataset": SMALL_FOLD}
+    # a family whose big set is absent (or small itself) pools instead of inventing a fold
+    assert assign_folds({"newspaper4k_tests": 14, "newspaper3k_tests": 50}, 100) == {
+        "newspaper4k_tests": SMALL_FOLD, "newspaper3k_tests": SMALL_FOLD}
+
+
+def test_dedupe_counts_near_identical_pages_once():
+    from pulpie_spark.evaluate.loso import dedupe_pages
+
+    article = " ".join(f"word{i}" for i in range(60))
+    table = pd.DataFrame({
+        "source": ["big", "big", "big", "small", "small", "small"],
+        "page_id": ["1", "2", "3", "a", "b", "c"],
+        "url": ["https://a.org/x", "https://a.org/y", None, "http://www.a.org/x/", None, "https://a.org/y"],
+        "html": [b"<p>1</p>", b"<p>2</p>", b"<p>3</p>", b"<p>other html</p>", b"<p>3</p>", b"<p>z</p>"],
+        "gold_text": [article, "short one", "three", "different gold", "three", "unrelated words here"],
+    })
+    kept, dropped = dedupe_pages(table)
+    # same URL across sets (scheme/www/slash aside), same html: the copy in the larger set stays
+    assert dropped.set_index("page_id")["duplicate_of"].to_dict() == {"a": "big:1", "b": "big:3", "c": "big:2"}
+    assert kept["page_id"].tolist() == ["1", "2", "3"]
+    # near-identical gold (same first 40 words, different tail) is one page too
+    near = pd.DataFrame({"source": ["s", "t"], "page_id": ["1", "2"], "url": [None, None],
+                         "html": [b"<p>x</p>", b"<div>x</div>"],
+                         "gold_text": [article, article.upper() + " Share this story!"]})
+    assert len(dedupe_pages(near)[0]) == 1
+    # within one set, two captures of the same URL stay two pages
+    same = pd.DataFrame({"source": ["s", "s"], "page_id": ["1", "2"], "url": ["https://a.org/x"] * 2,
+                         "html": [b"<p>x</p>", b"<p>y</p>"], "gold_text": ["one text here", "other text there"]})
+    assert len(dedupe_pages(same)[0]) == 2
+
+
+def test_shingle_f1_with_cjk_characters_as_tokens():
+    from pulpie_spark.evaluate.metrics import shingle_scores, shingle_tokens, shingle_tp_fp_fn
+
+    assert shingle_tokens("東京タワー is 333 m", cjk_chars=True) == ["東", "京", "タ", "ワ", "ー", "is", "333", "m"]
+    assert shingle_tokens("東京タワー is 333 m") == ["東京タワー", "is", "333", "m"]
+    ref = "北京是中华人民共和国的首都。"
+    pred = "北京是中华人民共和国的首都。相关新闻"
+    # as \w+ tokens the whole sentence is one token and the page scores 0; per character it is close
+    assert shingle_scores([shingle_tp_fp_fn(pred, ref)])["f1"] == 0.0
+    f1 = shingle_scores([shingle_tp_fp_fn(pred, ref, cjk_chars=True)])["f1"]
+    assert 0.7 < f1 < 1.0
+    assert shingle_tp_fp_fn("plain english text here", "plain english text here", cjk_chars=True) == (1.0, 0.0, 0.0)
+
+
+def test_training_rows_caps_train_pages_per_source_with_a_seeded_sample():
+    from pulpie_spark.classify.blockmodel.training import training_rows
+
+    frame = pd.DataFrame({
+        "source": ["a"] * 6 + ["b"] * 2 + ["a"],
+        "page_id": [f"p{i}" for i in range(9)],
+        "split": ["train"] * 8 + ["dev"],
+        "kept": [True] * 5 + [False] + [True] * 3,
+        "n_blocks": [3] * 9,
+    })
+    train, dev = training_rows(frame, max_pages_per_source=3, seed=13)
+    assert train.groupby("source").size().to_dict() == {"a": 3, "b": 2}
+    assert "p5" not in set(train["page_id"])                  # unconfident pages never train
+    assert dev["page_id"].tolist() == ["p8"]                   # dev is not capped
+    again, _ = training_rows(frame.sample(frac=1, random_state=1), max_pages_per_source=3, seed=13)
+    assert again["page_id"].tolist() == train["page_id"].tolist()   # order-independent, seeded
+    full, _ = training_rows(frame)
+    assert len(full) == 7
