@@ -56,7 +56,7 @@ def normalize_and_score(raw, norm_cfg: NormalizeConfig, qcfg: QualityConfig,
     if lang_reason is not None:
         return {"text": text, "language": label, "language_score": lang_score, "language_reason": lang_reason,
                 "signals": None, "fails": [], "drop_reason": None, "score": None}
-    result = evaluate_quality(text, qcfg)  # TODO(issue 14): language=label once quality takes it
+    result = evaluate_quality(text, qcfg, language=label)
     return {"text": result.text, "language": label, "language_score": lang_score, "language_reason": None,
             "signals": result.signals, "fails": tagged + list(result.fails),
             "drop_reason": result.drop_reason, "score": result.score}
