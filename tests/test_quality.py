@@ -17,6 +17,7 @@ from pulpie_spark.curate.quality import (GATE_NAMES, GATES, C4Config, FineWebCon
 
 QUALITY = QualityConfig()
 GQ, GR, C4, FW = (QUALITY[g] for g in ("gopher_quality", "gopher_repetition", "c4", "fineweb"))
+C4_DEFAULT, C4_STRICT = C4, C4.with_overrides(filter_no_terminal_punct=True)
 
 
 def cfg_with(gate_cfg, **changes):
@@ -110,6 +111,8 @@ def test_gopher_repetition_rules(text, rule):
 
 # ----------------------------------------------------------------------------- C4
 def test_c4_rules_and_line_filter():
+    # datatrove's constructor default filter_no_terminal_punct=True (FineWeb's, our default, is False)
+    C4 = C4_STRICT
     signals, fails, kept = c4(GOOD, C4)
     assert fails == [] and signals["c4_sentences"] == 7 and kept == GOOD
     assert "lorem_ipsum" in c4(GOOD + "\nLorem ipsum dolor sit amet, consectetur.", C4)[1]
@@ -126,6 +129,14 @@ def test_c4_rules_and_line_filter():
     assert c4(GOOD + "\nlorem ipsum {", C4)[1] == []
     # citations are removed before the punctuation check
     assert c4("\n".join(line + "[12]" for line in GOOD.split("\n")), C4)[1] == []
+
+
+def test_c4_fineweb_default_keeps_lines_without_terminal_punct():
+    assert C4_DEFAULT.filter_no_terminal_punct is False  # FineWeb: C4QualityFilter(filter_no_terminal_punct=False)
+    signals, fails, kept = c4(GOOD + "\nHome | About | Contact", C4_DEFAULT)
+    assert fails == [] and kept == GOOD + "\nHome | About | Contact" and signals["c4_no_terminal_punct_lines"] == 0
+    # a lorem ipsum line without a full stop is now seen (datatrove with FineWeb's arguments)
+    assert c4(GOOD + "\nlorem ipsum dolor sit", C4_DEFAULT)[1] == ["lorem_ipsum"]
 
 
 def test_c4_rewrite_text_in_evaluate():

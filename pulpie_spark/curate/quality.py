@@ -1,17 +1,21 @@
-"""Quality gates: Gopher quality, Gopher repetition, C4 and FineWeb.
+"""Quality gates: Gopher quality, Gopher repetition, C4 and FineWeb, per language.
 
-Definitions follow datatrove's filters (gopher_quality_filter, gopher_repetition_filter,
-c4_filters, fineweb_quality_filter) rule by rule, with two documented differences:
+English (``language`` None, ``und`` or ``eng_Latn``): every rule decides as datatrove 0.10.1's
+filter does (gopher_quality_filter, gopher_repetition_filter, c4_filters,
+fineweb_quality_filter), its word split included: ``curate/words.py`` splits words as
+``spacy.blank("en")`` does and counts C4 sentences as spaCy's ``Sentencizer``; the
+punctuation sets are datatrove's, copied. Each gate is one datatrove filter run alone on
+the text (not FineWeb's chain, where C4 rewrites the text the FineWeb filter sees).
+Defaults are the arguments FineWeb used (docs/curation.md, "Quality gates").
 
-* words come from a regex tokenizer (``\\w+`` runs, apostrophe contractions kept
-  whole, punctuation runs as separate symbol tokens) instead of NLTK's
-  ``word_tokenize``; counts differ slightly on contractions and quotes;
-* C4 counts sentences per kept line with a terminal-punctuation regex instead
-  of NLTK's punkt ``sent_tokenize`` (punkt also ends sentences at ``.`` + space).
+Other languages take FineWeb-2's values for their label (``language_quality``; packaged
+from its per-language configs, resources/quality/fineweb2_quality.json.gz) and a word split
+that fits their script (``words.split_words``).
 
-Unlike datatrove, which stops at the first failing rule, every rule is evaluated:
-all signals are stored per document and every failed rule is listed
-(``"<gate>:<rule>"``), so a gate can be switched to ``tag`` and studied later.
+Unlike datatrove, which stops at the first failing rule, every rule is evaluated: all
+signals are stored per document and every failed rule is listed (``"<gate>:<rule>"``) in
+datatrove's rule order (so the first one listed is the one datatrove reports), and a gate
+can be switched to ``tag`` and studied later.
 
 Each gate is declared once, in ``GATES``: its name, its config dataclass (the
 ``[quality.<name>]`` table), its rules and signals, and the function that scores a text.
@@ -20,35 +24,41 @@ The config, the job's gate list and the rule counts of ``quality_score`` all rea
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
-import string
+import threading
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Callable, Sequence
 
 import numpy as np
 
 from pulpie_spark.curate.config import GateConfig, QualityConfig
+from pulpie_spark.curate.words import (CHARACTER_SCRIPTS, PUNCTUATION_SET, SPACELESS_SCRIPTS, TERMINAL_PUNCTUATION,
+                                       count_sentences, is_english, script_of, split_words, stop_words_present)
 
-_TOKEN = re.compile(r"\w+(?:['\u2019]\w+)*|[^\w\s]+")
-_PUNCT = frozenset(string.punctuation) | frozenset("\u2018\u2019\u201c\u201d\u2026\u2013\u2014\u00ab\u00bb\u00bf\u00a1")
 _PARAGRAPH_SPLIT = re.compile(r"\n{2,}")
 _LINES_SPLIT = re.compile(r"\n+")
 _CITATION = re.compile(r"\[\d*]|\[edit]|\[citation needed]")
-_SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?=\s|$)")
 _C4_END_PUNCT = (".", "?", "!", '"', "'")
-_FINEWEB_STOP_CHARS = (".", "'", '"', "!", "?")
+_C4_END_PUNCT_ANY = _C4_END_PUNCT + TERMINAL_PUNCTUATION  # other languages: 。！？ । ؟ ...
 _POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses cookies",
                       "use of cookies", "use cookies")
-_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def word_tokenize(text: str) -> list[str]:
-    """Words and symbol runs, in order (the stand-in for NLTK's word_tokenize)."""
-    return _TOKEN.findall(text)
+def word_tokenize(text: str, language: str | None = None) -> list[str]:
+    """The words the gates count (``words.split_words``; English: datatrove's exactly)."""
+    return split_words(text, language)
 
 
 def _is_symbol(token: str) -> bool:
-    return all(ch in _PUNCT for ch in token)
+    """datatrove: a word is a symbol when every character is in PUNCTUATION_SET."""
+    return all(ch in PUNCTUATION_SET for ch in token)
+
+
+def _has_alpha(word: str) -> bool:
+    return any(c.isalpha() for c in word)
 
 
 def _find_duplicates(items: Sequence[str]) -> tuple[int, int]:
@@ -71,7 +81,8 @@ def _safe_div(num: float, den: float) -> float:
 # --------------------------------------------------------------------------- gopher quality
 @dataclass(frozen=True)
 class GopherQualityConfig(GateConfig):
-    """datatrove's gopher_quality_filter defaults (0 turns a bound off)."""
+    """datatrove's GopherQualityFilter defaults (0 turns a bound off). ``per_language``: a
+    document in another language takes its FineWeb-2 values (``language_quality``)."""
 
     min_doc_words: int = 50
     max_doc_words: int = 100000
@@ -83,6 +94,7 @@ class GopherQualityConfig(GateConfig):
     max_non_alpha_words_ratio: float = 0.8
     min_stop_words: int = 2
     stop_words: tuple[str, ...] = ("the", "be", "to", "of", "and", "that", "have", "with")
+    per_language: bool = True
 
 
 GOPHER_QUALITY_RULES = ("gopher_short_doc", "gopher_long_doc", "gopher_below_avg_threshold",
@@ -94,14 +106,35 @@ GOPHER_QUALITY_SIGNALS = ("gq_n_words", "gq_mean_word_length", "gq_hash_ratio", 
                           "gq_stop_words")
 
 
-def gopher_quality(text: str, cfg: GopherQualityConfig, tokens: list[str] | None = None) -> tuple[dict, list[str]]:
-    words = word_tokenize(text) if tokens is None else tokens
-    n_tokens = len(words)
+def _alpha_words_ratio(words: list[str], language: str | None) -> float:
+    """Share of words with an alphabetic character (datatrove). With one word per Han or kana
+    character (words.split_words) the share is taken over runs instead: consecutive Han/kana
+    characters count as one word, as in an alphabetic script, so that the ratio of words
+    to digits and symbols is on the scale FineWeb-2's thresholds were set on."""
+    if not words:
+        return 0.0
+    if script_of(language) not in CHARACTER_SCRIPTS:
+        return sum(1 for w in words if _has_alpha(w)) / len(words)
+    alpha = total = 0
+    in_run = False
+    for w in words:
+        single_alpha = len(w) == 1 and w.isalpha()
+        if single_alpha and in_run:
+            continue
+        in_run = single_alpha
+        total += 1
+        alpha += _has_alpha(w)
+    return alpha / total
+
+
+def gopher_quality(text: str, cfg: GopherQualityConfig, tokens: list[str] | None = None,
+                   language: str | None = None) -> tuple[dict, list[str]]:
+    words = word_tokenize(text, language) if tokens is None else tokens
+    n_tokens = len(words)  # symbols included: the denominator of the ratios
     non_symbol = [w for w in words if not _is_symbol(w)]
     n_words = len(non_symbol)
-    mean_len = float(np.mean([len(w) for w in non_symbol])) if non_symbol else 0.0
-    lines = text.splitlines() or [""]
-    stop_words = set(cfg.stop_words)
+    mean_len = sum(len(w) for w in non_symbol) / n_words if n_words else 0.0
+    lines = text.splitlines() or [""]  # blank lines count here (datatrove)
     signals = {
         "gq_n_words": n_words,
         "gq_mean_word_length": mean_len,
@@ -111,17 +144,19 @@ def gopher_quality(text: str, cfg: GopherQualityConfig, tokens: list[str] | None
             sum(1 for s in lines if s.lstrip().startswith(("\u2022", "-"))), len(lines)),
         "gq_end_ellipsis_lines_ratio": _safe_div(
             sum(1 for s in lines if s.rstrip().endswith(("...", "\u2026"))), len(lines)),
-        "gq_alpha_words_ratio": _safe_div(sum(1 for w in words if any(c.isalpha() for c in w)), n_tokens),
-        "gq_stop_words": sum(1 for w in words if w in stop_words),
+        "gq_alpha_words_ratio": _alpha_words_ratio(words, language),
+        # DISTINCT stop words present (datatrove: len(set(stop_words) & set(words)))
+        "gq_stop_words": stop_words_present(words, cfg.stop_words, language),
     }
     fails = []
     if cfg.min_doc_words and n_words < cfg.min_doc_words:
         fails.append("gopher_short_doc")
     if cfg.max_doc_words and n_words > cfg.max_doc_words:
         fails.append("gopher_long_doc")
-    if cfg.min_avg_word_length and mean_len < cfg.min_avg_word_length:
+    # datatrove's mean of no words is NaN, which fails no bound
+    if n_words and cfg.min_avg_word_length and mean_len < cfg.min_avg_word_length:
         fails.append("gopher_below_avg_threshold")
-    if cfg.max_avg_word_length and mean_len > cfg.max_avg_word_length:
+    if n_words and cfg.max_avg_word_length and mean_len > cfg.max_avg_word_length:
         fails.append("gopher_above_avg_threshold")
     if cfg.max_symbol_word_ratio and signals["gq_hash_ratio"] > cfg.max_symbol_word_ratio:
         fails.append("gopher_too_many_hashes")
@@ -141,7 +176,8 @@ def gopher_quality(text: str, cfg: GopherQualityConfig, tokens: list[str] | None
 # ----------------------------------------------------------------------- gopher repetition
 @dataclass(frozen=True)
 class GopherRepetitionConfig(GateConfig):
-    """datatrove's gopher_repetition_filter defaults; n-gram limits are [n, fraction] pairs."""
+    """datatrove's GopherRepetitionFilter defaults; n-gram limits are [n, fraction] pairs.
+    ``per_language``: a document in another language takes its FineWeb-2 values."""
 
     dup_line_frac: float = 0.3
     dup_para_frac: float = 0.3
@@ -149,6 +185,7 @@ class GopherRepetitionConfig(GateConfig):
     dup_para_char_frac: float = 0.2
     top_n_grams: tuple[tuple[int, float], ...] = ((2, 0.2), (3, 0.18), (4, 0.16))
     dup_n_grams: tuple[tuple[int, float], ...] = ((5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10))
+    per_language: bool = True
 
 
 def _gopher_repetition_rules(cfg: GopherRepetitionConfig) -> tuple[str, ...]:
@@ -163,41 +200,36 @@ def _gopher_repetition_signals(cfg: GopherRepetitionConfig) -> tuple[str, ...]:
             + tuple(f"gr_dup_{n}_gram_frac" for n, _ in cfg.dup_n_grams))
 
 
-def _ngram_keys(token_ids: np.ndarray, n: int) -> np.ndarray:
-    """One uint64 key per n-gram of token ids (polynomial rolling hash, wraps mod 2^64)."""
-    keys = token_ids[: len(token_ids) - n + 1].copy()
-    for k in range(1, n):
-        keys = keys * _MIX + token_ids[k: len(token_ids) - n + 1 + k]
-    return keys
-
-
-def _top_ngram_chars(keys: np.ndarray, window_chars: np.ndarray) -> int:
-    """Characters of the most frequent n-gram times its count; ties -> earliest first
-    occurrence (what Counter.most_common returns)."""
-    uniq, first, counts = np.unique(keys, return_index=True, return_counts=True)
+def _top_ngram_chars(token_ids: np.ndarray, window_chars: np.ndarray, n: int) -> int:
+    """Characters of the most frequent n-gram (joined with spaces) times its count; ties ->
+    earliest first occurrence (Counter.most_common). Tokens hold no whitespace, so equal
+    space-joined strings are equal token tuples: exact, compared as rows of token ids."""
+    windows = np.lib.stride_tricks.sliding_window_view(token_ids, n)
+    _, first, counts = np.unique(windows, axis=0, return_index=True, return_counts=True)
     top = counts.max()
     pick = first[counts == top].min()
     return int(window_chars[pick]) * int(top)
 
 
-def _all_duplicate_chars(keys: np.ndarray, window_chars: np.ndarray, n: int) -> int:
-    """datatrove's find_all_duplicate: walk left to right; a repeated n-gram counts its
-    characters (tokens concatenated without spaces) and skips n tokens ahead."""
-    seen: set[int] = set()
-    repeated, idx, last = 0, 0, len(keys)
-    key_list = keys.tolist()
+def _all_duplicate_chars(words: list[str], offsets: list[int], joined: str, n: int) -> int:
+    """datatrove's find_all_duplicate: walk left to right over n-grams joined WITHOUT a
+    separator (so ("ab", "c") equals ("a", "bc")); a repeated one counts its characters and
+    skips n words ahead."""
+    seen: set[str] = set()
+    repeated, idx, last = 0, 0, len(words) - n + 1
     while idx < last:
-        key = key_list[idx]
-        if key in seen:
-            repeated += int(window_chars[idx])
+        gram = joined[offsets[idx]:offsets[idx + n]]
+        if gram in seen:
+            repeated += len(gram)
             idx += n
         else:
-            seen.add(key)
+            seen.add(gram)
             idx += 1
     return repeated
 
 
-def gopher_repetition(text: str, cfg: GopherRepetitionConfig, tokens: list[str] | None = None) -> tuple[dict, list[str]]:
+def gopher_repetition(text: str, cfg: GopherRepetitionConfig, tokens: list[str] | None = None,
+                      language: str | None = None) -> tuple[dict, list[str]]:
     n_chars = len(text) or 1
     paragraphs = _PARAGRAPH_SPLIT.split(text.strip())
     para_dups, para_dup_chars = _find_duplicates(paragraphs)
@@ -209,24 +241,23 @@ def gopher_repetition(text: str, cfg: GopherRepetitionConfig, tokens: list[str] 
         "gr_dup_line_frac": _safe_div(line_dups, len(lines)),
         "gr_dup_line_char_frac": line_dup_chars / n_chars,
     }
-    words = word_tokenize(text) if tokens is None else tokens
+    words = word_tokenize(text, language) if tokens is None else tokens
     vocab: dict[str, int] = {}
-    token_ids = np.fromiter((vocab.setdefault(w, len(vocab) + 1) for w in words), dtype=np.uint64,
-                            count=len(words))
+    token_ids = np.fromiter((vocab.setdefault(w, len(vocab)) for w in words), dtype=np.int64, count=len(words))
     token_len = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
     len_cumsum = np.concatenate(([0], np.cumsum(token_len)))
     for n, _ in cfg.top_n_grams:
         value = 0.0
         if len(words) >= n:
-            # top n-grams are joined with spaces: chars = token chars + (n - 1)
             window = len_cumsum[n:] - len_cumsum[:-n] + (n - 1)
-            value = _top_ngram_chars(_ngram_keys(token_ids, n), window) / n_chars
+            value = _top_ngram_chars(token_ids, window, n) / n_chars
         signals[f"gr_top_{n}_gram_frac"] = value
+    joined = "".join(words)
+    offsets = len_cumsum.tolist()
     for n, _ in cfg.dup_n_grams:
         value = 0.0
         if len(words) >= n:
-            window = len_cumsum[n:] - len_cumsum[:-n]
-            value = _all_duplicate_chars(_ngram_keys(token_ids, n), window, n) / n_chars
+            value = _all_duplicate_chars(words, offsets, joined, n) / n_chars
         signals[f"gr_dup_{n}_gram_frac"] = value
     fails = []
     if cfg.dup_para_frac and signals["gr_dup_para_frac"] > cfg.dup_para_frac:
@@ -249,9 +280,10 @@ def gopher_repetition(text: str, cfg: GopherRepetitionConfig, tokens: list[str] 
 # ------------------------------------------------------------------------------------- C4
 @dataclass(frozen=True)
 class C4Config(GateConfig):
-    """datatrove's c4_filters defaults (-1 turns a bound off)."""
+    """datatrove's C4QualityFilter as FineWeb ran it (-1 turns a bound off): its constructor
+    defaults except ``filter_no_terminal_punct`` (FineWeb: false; datatrove's default: true)."""
 
-    filter_no_terminal_punct: bool = True
+    filter_no_terminal_punct: bool = False
     min_num_sentences: int = 5
     min_words_per_line: int = 3
     max_word_length: int = 1000
@@ -269,53 +301,57 @@ C4_SIGNALS = (("c4_lines", "c4_kept_lines", "c4_sentences", "c4_lorem_ipsum", "c
               + tuple(f"c4_{k}_lines" for k in _C4_LINE_COUNTS))
 
 
-def c4(text: str, cfg: C4Config) -> tuple[dict, list[str], str]:
-    """Signals, failed rules and the text of the retained lines (C4 drops lines)."""
+def c4(text: str, cfg: C4Config, language: str | None = None) -> tuple[dict, list[str], str]:
+    """Signals, failed rules and the text of the retained lines (C4 drops lines).
+
+    lorem_ipsum / curly_bracket are listed in the order of their first line (datatrove stops
+    there). Other languages: a line's words for ``min_words_per_line``/``max_word_length``
+    are the language's words where the script has no spaces (datatrove: ``line.split()``),
+    and a line may end with any sentence-final mark of TERMINAL_PUNCTUATION."""
     counts = dict.fromkeys(_C4_LINE_COUNTS, 0)
-    lorem = curly = False
+    hits: list[str] = []
     sentences = 0
     kept: list[str] = []
     lines = text.splitlines()
+    spaceless = script_of(language) in CHARACTER_SCRIPTS | SPACELESS_SCRIPTS
+    end_punct = _C4_END_PUNCT if is_english(language) else _C4_END_PUNCT_ANY
     for raw in lines:
         line = raw.strip()
-        words = line.split()
+        words = split_words(line, language) if spaceless else line.split()
         if cfg.max_word_length != -1 and any(len(w) > cfg.max_word_length for w in words):
             counts["long_word"] += 1
             continue
         if cfg.remove_citations:
             line = _CITATION.sub("", line)
-        if cfg.filter_no_terminal_punct and (not line.endswith(_C4_END_PUNCT) or line.endswith("...")):
+        if cfg.filter_no_terminal_punct and (not line.endswith(end_punct) or line.endswith("...")):
             counts["no_terminal_punct"] += 1
             continue
         if len(words) < cfg.min_words_per_line:
             counts["too_few_words"] += 1
             continue
         lower = line.lower()
-        if cfg.filter_lorem_ipsum and "lorem ipsum" in lower:
-            lorem = True
+        if cfg.filter_lorem_ipsum and "lorem ipsum" in lower and "lorem_ipsum" not in hits:
+            hits.append("lorem_ipsum")
         if cfg.filter_javascript and "javascript" in lower:
             counts["javascript"] += 1
             continue
-        if cfg.filter_curly_bracket and "{" in line:
-            curly = True
+        if cfg.filter_curly_bracket and "{" in line and "curly_bracket" not in hits:
+            hits.append("curly_bracket")
         if cfg.filter_policy and any(p in lower for p in _POLICY_SUBSTRINGS):
             counts["policy"] += 1
             continue
-        sentences += max(1, len(_SENTENCE_END.findall(line)))
+        if cfg.min_num_sentences != -1:
+            sentences += count_sentences(line, language)
         kept.append(line)
     signals = {
         "c4_lines": len(lines),
         "c4_kept_lines": len(kept),
         "c4_sentences": sentences,
-        "c4_lorem_ipsum": int(lorem),
-        "c4_curly_bracket": int(curly),
+        "c4_lorem_ipsum": int("lorem_ipsum" in hits),
+        "c4_curly_bracket": int("curly_bracket" in hits),
         **{f"c4_{k}_lines": v for k, v in counts.items()},
     }
-    fails = []
-    if lorem:
-        fails.append("lorem_ipsum")
-    if curly:
-        fails.append("curly_bracket")
+    fails = list(hits)
     if cfg.min_num_sentences != -1 and sentences < cfg.min_num_sentences:
         fails.append("too_few_sentences")
     return signals, fails, "\n".join(kept).strip()
@@ -324,7 +360,8 @@ def c4(text: str, cfg: C4Config) -> tuple[dict, list[str], str]:
 # -------------------------------------------------------------------------------- FineWeb
 @dataclass(frozen=True)
 class FineWebConfig(GateConfig):
-    """datatrove's fineweb_quality_filter defaults."""
+    """datatrove's FineWebQualityFilter defaults (stop chars: its TERMINAL_PUNCTUATION).
+    ``per_language``: a document in another language takes its FineWeb-2 values."""
 
     line_punct_thr: float = 0.12
     line_punct_exclude_zero: bool = False
@@ -332,20 +369,21 @@ class FineWebConfig(GateConfig):
     short_line_length: int = 30
     char_duplicates_ratio: float = 0.01
     new_line_ratio: float = 0.3
+    per_language: bool = True
 
 
 FINEWEB_RULES = ("line_punct_ratio", "short_line_ratio", "char_dup_ratio", "list_ratio")
 FINEWEB_SIGNALS = ("fw_line_punct_ratio", "fw_short_line_ratio", "fw_char_dup_ratio", "fw_list_ratio")
 
 
-def fineweb(text: str, cfg: FineWebConfig, tokens: list[str] | None = None) -> tuple[dict, list[str]]:
-    lines = text.split("\n")
-    punct_ratio = sum(1 for ln in lines if ln.endswith(_FINEWEB_STOP_CHARS)) / len(lines)
-    short_ratio = sum(1 for ln in lines if len(ln) <= cfg.short_line_length) / len(lines)
-    non_empty = [ln for ln in lines if ln.strip() != ""]
-    dup_chars = _find_duplicates(non_empty)[1]
+def fineweb(text: str, cfg: FineWebConfig, tokens: list[str] | None = None,
+            language: str | None = None) -> tuple[dict, list[str]]:
+    lines = [ln for ln in text.split("\n") if ln.strip() != ""]  # blank lines dropped first (datatrove)
+    punct_ratio = _safe_div(sum(1 for ln in lines if ln.endswith(TERMINAL_PUNCTUATION)), len(lines))
+    short_ratio = _safe_div(sum(1 for ln in lines if len(ln) <= cfg.short_line_length), len(lines))
+    dup_chars = _find_duplicates(lines)[1]
     char_dup_ratio = _safe_div(dup_chars, len(text.replace("\n", "")))
-    n_words = len(word_tokenize(text) if tokens is None else tokens)
+    n_words = len(word_tokenize(text, language) if tokens is None else tokens)
     list_ratio = text.count("\n") / max(1, n_words)
     signals = {
         "fw_line_punct_ratio": punct_ratio,
@@ -354,11 +392,11 @@ def fineweb(text: str, cfg: FineWebConfig, tokens: list[str] | None = None) -> t
         "fw_list_ratio": list_ratio,
     }
     fails = []
-    if punct_ratio <= cfg.line_punct_thr and not (punct_ratio == 0 and cfg.line_punct_exclude_zero):
+    if punct_ratio < cfg.line_punct_thr and not (punct_ratio == 0 and cfg.line_punct_exclude_zero):
         fails.append("line_punct_ratio")
-    if short_ratio >= cfg.short_line_thr:
+    if short_ratio > cfg.short_line_thr:
         fails.append("short_line_ratio")
-    if char_dup_ratio >= cfg.char_duplicates_ratio:
+    if char_dup_ratio > cfg.char_duplicates_ratio:
         fails.append("char_dup_ratio")
     if list_ratio > cfg.new_line_ratio:
         fails.append("list_ratio")
@@ -372,13 +410,14 @@ GateOutput = tuple  # (signals: dict, failed rules: list[str], rewritten text or
 @dataclass(frozen=True)
 class Gate:
     """One quality gate: the ``[quality.<name>]`` table (``config``), the rules it can fail
-    and the signals it records (both may depend on its config), and ``run``."""
+    and the signals it records (both may depend on its config), and ``run(text, config,
+    words, language)``."""
 
     name: str
     config: type[GateConfig]
     rules: Callable[[GateConfig], tuple[str, ...]]
     signals: Callable[[GateConfig], tuple[str, ...]]
-    run: Callable[[str, GateConfig, list[str]], GateOutput]
+    run: Callable[[str, GateConfig, list[str], "str | None"], GateOutput]
 
     def __post_init__(self) -> None:
         self.config.where = f"quality.{self.name}"  # its TOML table, for error messages
@@ -388,21 +427,99 @@ def _fixed(names: tuple[str, ...]) -> Callable[[GateConfig], tuple[str, ...]]:
     return lambda cfg: names
 
 
-def _run_c4(text: str, cfg: C4Config, tokens: list[str]) -> GateOutput:
-    signals, fails, kept_text = c4(text, cfg)
+def _run_c4(text: str, cfg: C4Config, tokens: list[str], language: str | None = None) -> GateOutput:
+    signals, fails, kept_text = c4(text, cfg, language)
     return signals, fails, kept_text if cfg.rewrite_text else None
 
 
 GATES: tuple[Gate, ...] = (
     Gate("gopher_quality", GopherQualityConfig, _fixed(GOPHER_QUALITY_RULES), _fixed(GOPHER_QUALITY_SIGNALS),
-         lambda text, cfg, tokens: (*gopher_quality(text, cfg, tokens), None)),
+         lambda text, cfg, tokens, language=None: (*gopher_quality(text, cfg, tokens, language), None)),
     Gate("gopher_repetition", GopherRepetitionConfig, _gopher_repetition_rules, _gopher_repetition_signals,
-         lambda text, cfg, tokens: (*gopher_repetition(text, cfg, tokens), None)),
+         lambda text, cfg, tokens, language=None: (*gopher_repetition(text, cfg, tokens, language), None)),
     Gate("c4", C4Config, _fixed(C4_RULES), _fixed(C4_SIGNALS), _run_c4),
     Gate("fineweb", FineWebConfig, _fixed(FINEWEB_RULES), _fixed(FINEWEB_SIGNALS),
-         lambda text, cfg, tokens: (*fineweb(text, cfg, tokens), None)),
+         lambda text, cfg, tokens, language=None: (*fineweb(text, cfg, tokens, language), None)),
 )
 GATE_NAMES = tuple(g.name for g in GATES)
+
+
+# ------------------------------------------------------------------- per-language values
+_FINEWEB2: dict | None = None
+_FINEWEB2_LOCK = threading.Lock()
+
+
+def fineweb2_values() -> dict[str, dict]:
+    """FineWeb-2's per-language filter values, by label (package data, read once)."""
+    global _FINEWEB2
+    if _FINEWEB2 is None:
+        with _FINEWEB2_LOCK:
+            if _FINEWEB2 is None:
+                path = resources.files("pulpie_spark.resources").joinpath("quality", "fineweb2_quality.json.gz")
+                with path.open("rb") as fh:
+                    _FINEWEB2 = json.loads(gzip.decompress(fh.read()).decode("utf-8"))["languages"]
+    return _FINEWEB2
+
+
+def language_overrides(language: str | None) -> dict[str, dict]:
+    """The per-gate values a document in ``language`` is judged with, over the configured ones.
+
+    * English (None, ``und``, ``eng_Latn``): none (the configured values, FineWeb's).
+    * A label with a FineWeb-2 config: fineweb-2-pipeline.py's arguments: Gopher quality takes
+      its stop words (at least 2 distinct), average word length bounds and alpha-word ratio;
+      Gopher repetition its dup_line_frac and n-gram limits, with the paragraph and
+      character-fraction rules off (0); FineWeb its line_punct_thr and new_line_ratio, with
+      short_line_thr 999 (off) and char_duplicates_ratio 0.1.
+    * Any other label: the configured values without English stop words (min_stop_words 0).
+    * Scripts split one character per word (Han, kana): average word length 1..6 without a
+      config (FineWeb-2's cmn/jpn values are 1..5 and 1..6); scripts without spaces that are
+      not segmented here (Thai, Lao, Khmer, Myanmar, Tibetan): average word length off.
+    """
+    if is_english(language):
+        return {}
+    values = fineweb2_values().get(language)
+    script = script_of(language)
+    if values is None:
+        out = {"gopher_quality": {"min_stop_words": 0}, "gopher_repetition": {}, "fineweb": {}}
+        if script in CHARACTER_SCRIPTS:
+            out["gopher_quality"].update(min_avg_word_length=1, max_avg_word_length=6)
+    else:
+        out = {
+            "gopher_quality": {"max_avg_word_length": values["max_avg_word_length"],
+                               "min_avg_word_length": values["min_avg_word_length"],
+                               "stop_words": list(values["stopwords"]),
+                               "max_non_alpha_words_ratio": values["max_non_alpha_words_ratio"],
+                               "min_stop_words": 2},
+            "gopher_repetition": {"dup_para_frac": 0, "dup_line_char_frac": 0, "dup_para_char_frac": 0,
+                                  "dup_line_frac": values["dup_line_frac"],
+                                  "top_n_grams": values["top_n_grams"], "dup_n_grams": values["dup_n_grams"]},
+            "fineweb": {"short_line_thr": 999, "char_duplicates_ratio": 0.1,
+                        "line_punct_thr": values["line_punct_thr"], "new_line_ratio": values["new_line_ratio"]},
+        }
+    if script in SPACELESS_SCRIPTS:
+        out["gopher_quality"].update(min_avg_word_length=0, max_avg_word_length=0)
+    return out
+
+
+_LANG_CACHE: dict[tuple[int, str], tuple[QualityConfig, QualityConfig]] = {}
+
+
+def language_quality(qcfg: QualityConfig, language: str | None) -> QualityConfig:
+    """``qcfg`` with ``language``'s values (``language_overrides``) on the gates whose
+    ``per_language`` is true; the gate modes and every other value stay as configured."""
+    if is_english(language):
+        return qcfg
+    key = (id(qcfg), language)
+    hit = _LANG_CACHE.get(key)
+    if hit is not None and hit[0] is qcfg:
+        return hit[1]
+    changes = {gate: values for gate, values in language_overrides(language).items()
+               if values and getattr(qcfg[gate], "per_language", False)}
+    out = qcfg.with_overrides(**changes) if changes else qcfg
+    if len(_LANG_CACHE) > 4096:
+        _LANG_CACHE.clear()
+    _LANG_CACHE[key] = (qcfg, out)
+    return out
 
 
 @dataclass
@@ -428,18 +545,19 @@ def evaluate_quality(text: str, qcfg: QualityConfig | None = None, language: str
     """Run every enabled gate on one (normalized) text.
 
     ``language`` is the document's FineWeb-2 label (``deu_Latn``, ``cmn_Hani``...);
-    None, ``und`` and ``eng_Latn`` mean English (the configured thresholds as they are).
-
+    None, ``und`` and ``eng_Latn`` mean English (the configured values, datatrove's
+    decisions). Other labels: ``language_quality`` and ``words.split_words``.
     Signals of disabled gates are NaN so the column set never depends on the data.
     """
     qcfg = qcfg or QualityConfig()
+    lang_cfg = language_quality(qcfg, language)
     text = text or ""
-    tokens = word_tokenize(text)
+    tokens = split_words(text, language)
     result = QualityResult(text=text)
     n_rules = n_failed = 0
     for gate in GATES:
-        cfg = qcfg[gate.name]
-        signals, fails, rewritten = gate.run(text, cfg, tokens)
+        cfg = lang_cfg[gate.name]
+        signals, fails, rewritten = gate.run(text, cfg, tokens, language)
         if cfg.mode == "off":
             signals = {k: float("nan") for k in signals}
             fails = []
