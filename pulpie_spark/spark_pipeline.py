@@ -2,7 +2,7 @@
 
     input --doc_id--> --segment (pandas UDF, CPU)--> [repartition when GPUs]
           --classify (mapInPandas, GPU profile when configured)--> --render (pandas UDF)-->
-          processed (persisted once) --> output (reason is null) | rejects (reason set)
+          processed (staged once as Parquet) --> output (reason is null) | rejects (reason set)
 
 Every input row ends in exactly one of the two tables. The output keeps every input
 column unchanged and adds ``doc_id`` (kept if present), ``markdown``, ``text``,
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 
 from pulpie_spark import reasons
@@ -221,42 +222,88 @@ def rejects_path_for(output: str) -> str:
     return output.rstrip("/") + "_rejects"
 
 
+def staging_path_for(output: str) -> str:
+    return output.rstrip("/") + "_staging-" + uuid.uuid4().hex[:12]
+
+
+def _delete_path(spark, path: str) -> None:
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(_spark_path(path))
+    hpath.getFileSystem(spark._jsc.hadoopConfiguration()).delete(hpath, True)
+
+
+def _spark_path(path: str) -> str:
+    from pulpie_spark.io import _spark_path as spark_path
+
+    return spark_path(path)
+
+
+# Arrow batches to and from Python: few rows, and bounded in bytes (page sizes vary by
+# orders of magnitude). Set for the job's actions when the user has not set them.
+ARROW_BATCH_SETTINGS = {
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "256",
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(32 << 20),
+}
+
+
 def run_extract(df, output: str, *, fmt: str = "parquet", rejects: str | None = None,
-                options: ExtractOptions | None = None, mode: str = "overwrite") -> dict:
-    """Process ``df``, write the output and the rejects tables, return a summary dict."""
-    from pyspark import StorageLevel
+                options: ExtractOptions | None = None, mode: str = "overwrite",
+                staging: str | None = None) -> dict:
+    """Process ``df``, write the output and the rejects tables, return a summary dict.
+
+    Memory stays bounded whatever the pages' and row groups' sizes (pulpie_spark.memory):
+    the input is read with a reader batch sized in bytes, spread over partitions that
+    fit, and the processed rows (page bytes included) are staged once as Parquet next to
+    the output (``staging``, default ``<output>_staging-<id>``, deleted at the end)
+    instead of being cached in memory; the summary, the output and the rejects are read
+    from there (the summary reads only the small columns).
+    """
     from pyspark.sql import functions as F
 
-    from pulpie_spark.io import write_table
+    from pulpie_spark import memory
+    from pulpie_spark.io import parquet_write_options, write_table
 
     options = options or ExtractOptions()
     started = time.time()
+    spark = df.sparkSession
+    footprint = memory.table_footprint(df)
+    memory.check_fits(spark, footprint)
+    settings = {**ARROW_BATCH_SETTINGS, **memory.bounded_read_settings(spark, footprint)}
+    df = memory.spread(df, footprint, [c for c in (options.url_col, options.html_col) if c in df.columns])
     processed, input_cols = process(df, options)
-    # Sorted within partitions: same input and config -> byte-identical files.
-    processed = processed.sortWithinPartitions("doc_id").persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        # One small aggregation (a row per reason) gives every number of the summary.
-        reason_key = F.regexp_extract(F.col(_P + "reason"), r"^([^:]*(:[a-z_]+)?)", 1)
-        groups = processed.groupBy(reason_key.alias("reason")).agg(
-            F.count(F.lit(1)).alias("n"), F.sum(_P + "n_blocks").alias("blocks"),
-            F.sum(_P + "n_main").alias("main")).collect()
-        ok = [g for g in groups if g["reason"] is None]
-        n_ok = sum(g["n"] for g in ok)
-        stats = {
-            "rows": sum(g["n"] for g in groups),
-            "rejects": sum(g["n"] for g in groups if g["reason"] is not None),
-            "mean_n_blocks": (sum(g["blocks"] or 0 for g in ok) / n_ok) if n_ok else None,
-            "mean_n_main": (sum(g["main"] or 0 for g in ok) / n_ok) if n_ok else None,
-        }
-        reasons = {g["reason"]: g["n"] for g in sorted(groups, key=lambda g: str(g["reason"]))
-                   if g["reason"] is not None}
-        out_df = output_frame(processed, input_cols, options)
-        rej_df = rejects_frame(processed, input_cols)
-        rejects = rejects or rejects_path_for(output)
-        write_table(out_df, output, fmt, mode=mode)
-        write_table(rej_df, rejects, fmt, mode=mode)
-    finally:
-        processed.unpersist()
+    staging = staging or staging_path_for(output)
+    rejects = rejects or rejects_path_for(output)
+    with memory.session_conf(spark, settings) as applied:
+        try:
+            # Sorted within partitions: same input and config -> byte-identical files.
+            (processed.sortWithinPartitions("doc_id").write.mode("overwrite")
+             .options(**parquet_write_options(spark)).parquet(_spark_path(staging)))
+            # The staged files are Spark's (row groups <= 128 MB): size the reader for them.
+            staged = spark.read.parquet(_spark_path(staging))
+            for key, value in memory.bounded_read_settings(spark, memory.table_footprint(staged)).items():
+                if key in applied:  # only what this call set, never the user's own value
+                    spark.conf.set(key, value)
+            # One small aggregation (a row per reason) gives every number of the summary.
+            reason_key = F.regexp_extract(F.col(_P + "reason"), r"^([^:]*(:[a-z_]+)?)", 1)
+            groups = staged.groupBy(reason_key.alias("reason")).agg(
+                F.count(F.lit(1)).alias("n"), F.sum(_P + "n_blocks").alias("blocks"),
+                F.sum(_P + "n_main").alias("main")).collect()
+            ok = [g for g in groups if g["reason"] is None]
+            n_ok = sum(g["n"] for g in ok)
+            stats = {
+                "rows": sum(g["n"] for g in groups),
+                "rejects": sum(g["n"] for g in groups if g["reason"] is not None),
+                "mean_n_blocks": (sum(g["blocks"] or 0 for g in ok) / n_ok) if n_ok else None,
+                "mean_n_main": (sum(g["main"] or 0 for g in ok) / n_ok) if n_ok else None,
+            }
+            reasons = {g["reason"]: g["n"] for g in sorted(groups, key=lambda g: str(g["reason"]))
+                       if g["reason"] is not None}
+            out_df = output_frame(staged, input_cols, options).sortWithinPartitions("doc_id")
+            rej_df = rejects_frame(staged, input_cols).sortWithinPartitions("doc_id")
+            write_table(out_df, output, fmt, mode=mode)
+            write_table(rej_df, rejects, fmt, mode=mode)
+        finally:
+            _delete_path(spark, staging)
     stats.update({
         "output": output, "rejects_path": rejects, "format": fmt, "reject_reasons": reasons,
         "seconds": round(time.time() - started, 2), "model": options.model,
