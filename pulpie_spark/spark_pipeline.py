@@ -65,6 +65,21 @@ def with_doc_id(df, url_col: str = "url", html_col: str = "html"):
     return df.withColumn("doc_id", computed)
 
 
+def html_byte_limit(spark) -> int:
+    """The page size guard the executors apply (``spark.executorEnv.PULPIE_MAX_HTML_BYTES``
+    when set, else this process's ``PULPIE_MAX_HTML_BYTES`` or 10 MiB)."""
+    from pulpie_spark.guards import ENV_MAX_HTML_BYTES, max_html_bytes
+
+    configured = spark.conf.get("spark.executorEnv." + ENV_MAX_HTML_BYTES, None)
+    if configured and configured.strip():
+        try:
+            if int(configured) > 0:
+                return int(configured)
+        except ValueError:
+            pass
+    return max_html_bytes()
+
+
 def validate_input(df, options: ExtractOptions) -> None:
     from pyspark.sql.types import BinaryType, StringType
 
@@ -105,6 +120,13 @@ def process(df, options: ExtractOptions | None = None):
 
     charset = (F.col(options.charset_col).cast("string") if options.charset_col in df.columns
                else F.lit(None).cast("string"))
+    # A page over the size guard never enters the per-page stages: it is rejected in SQL
+    # with the reason the parser's guard gives it (html_too_large), so its bytes are not
+    # copied into the stages' row queues and Arrow batches (a 50 MB page would be, about
+    # ten times). Its row joins the others after the stages.
+    too_large = F.coalesce(F.octet_length(F.col(options.html_col)) > F.lit(html_byte_limit(spark)), F.lit(False))
+    big = df.where(F.col(_P + "in_reason").isNull() & too_large)
+    df = df.where(F.col(_P + "in_reason").isNotNull() | ~too_large)
     html_for_parser = F.when(F.col(_P + "in_reason").isNull(), F.col(options.html_col))
     seg = segment_column(html_for_parser, charset)
     df = df.withColumn(_P + "seg", seg).select(
@@ -162,7 +184,22 @@ def process(df, options: ExtractOptions | None = None):
         error.alias(_P + "error"),
         fallback.alias(_P + "fallback"),
     )
-    return df, input_cols
+    # What the stages give a page over the size guard (the fallback's guard refuses it too).
+    big_error = (reasons.prefixed(reasons.FALLBACK_FAILED_PREFIX, reasons.HTML_TOO_LARGE)
+                 if validate_fallback(options.fallback) != "none" else None)
+    types = dict(df.dtypes)
+    big = big.select(
+        *[F.col(c) for c in input_cols],
+        "doc_id",
+        *[F.lit(None).cast(types[_P + c]).alias(_P + c) for c in ("markdown", "text", "main_html")],
+        F.lit(0).cast("int").alias(_P + "n_blocks"),
+        *[F.lit(None).cast(types[_P + c]).alias(_P + c) for c in ("n_main", "model_id")],
+        F.lit(reasons.HTML_TOO_LARGE).alias(_P + "reason"),
+        F.lit("segment").alias(_P + "stage"),
+        F.lit(big_error).cast("string").alias(_P + "error"),
+        F.lit(None).cast("string").alias(_P + "fallback"),
+    )
+    return df.unionByName(big), input_cols
 
 
 def _input_columns(input_cols: list[str], added: tuple[str, ...]) -> list:
