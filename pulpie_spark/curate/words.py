@@ -71,10 +71,14 @@ _WS_RUN = re.compile(r"\s+")
 CHARACTER_SCRIPTS = frozenset({"Hani", "Hans", "Hant", "Jpan", "Hira", "Kana"})
 SPACELESS_SCRIPTS = frozenset({"Thai", "Laoo", "Khmr", "Mymr", "Tibt"})
 SUFFIX_SCRIPTS = frozenset({"Hang", "Kore"})
-# Han ideographs (+ extensions, compatibility), hiragana, katakana (+ halfwidth), iteration marks
-_CJK_CHAR = re.compile("([\u3005\u3006\u3007\u3021-\u3029\u3038-\u303b\u3041-\u3096\u309d-\u309f"
+# Han ideographs (+ extensions, compatibility), hiragana, katakana (+ halfwidth), iteration marks;
+# in Han/kana text each is one word
+CJK_CHAR = re.compile("([\u3005\u3006\u3007\u3021-\u3029\u3038-\u303b\u3041-\u3096\u309d-\u309f"
                        "\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-                       "\uff66-\uff9f\U00020000-\U0003134f])")
+                       "\uff66-\uff9f\U00020000-\U0003134f"
+                       # CJK and fullwidth punctuation: its own word, as the dictionary splits give it
+                       "\u3000-\u3004\u3008-\u3020\u3030\u303d\u30fb\uff01-\uff0f\uff1a-\uff20"
+                       "\uff3b-\uff40\uff5b-\uff65])")
 
 
 class RuleTokenizer:
@@ -98,6 +102,10 @@ class RuleTokenizer:
             self.patterns[tuple(toks)] = orth
             self.max_pattern = max(self.max_pattern, len(toks))
         self.first_tokens = frozenset(k[0] for k in self.patterns)
+        # patterns whose special case gives back the very same tokens ("it's" -> it 's): a
+        # match changes nothing (no special case holds a space, so a match across chunks
+        # changes nothing either)
+        self.harmless = frozenset(p for p, orth in self.patterns.items() if self.specials.get(orth) == list(p))
         self.punct_chars = frozenset(rules["sentencizer_punct_chars"])
         self._cache: dict[str, tuple[str, ...]] = {}
 
@@ -172,17 +180,23 @@ class RuleTokenizer:
                 self._cache[chunk] = toks
         return toks
 
+    def _matcher_spans(self, toks: list[str]) -> list[tuple[int, int]]:
+        """Every (start, end) where a special-case matcher pattern matches ``toks``."""
+        spans = []
+        firsts, patterns = self.first_tokens, self.patterns
+        for i, t in enumerate(toks):
+            if t not in firsts:
+                continue
+            for n in range(1, min(self.max_pattern, len(toks) - i) + 1):
+                if tuple(toks[i:i + n]) in patterns:
+                    spans.append((i, i + n))
+        return spans
+
     def _apply_matcher(self, toks: list[str], spaces: list[bool]) -> list[str]:
         """spaCy's special-case matcher pass (special cases that contain affixes): longest,
         then earliest match first; a span is taken when neither its first nor last token was
         seen; a taken span whose text is a special case becomes that case's tokens."""
-        spans = []
-        for i, t in enumerate(toks):
-            if t not in self.first_tokens:
-                continue
-            for n in range(1, min(self.max_pattern, len(toks) - i) + 1):
-                if tuple(toks[i:i + n]) in self.patterns:
-                    spans.append((i, i + n))
+        spans = self._matcher_spans(toks)
         if not spans:
             return toks
         spans.sort(key=lambda s: (s[0] - s[1], s[0]))
@@ -239,17 +253,37 @@ class RuleTokenizer:
             toks = self._apply_matcher(toks, spaces)
         return toks
 
-    def word_tokenize(self, text: str) -> list[str]:
-        """datatrove's ``SpaCyTokenizer.word_tokenize``: token texts, stripped, empty ones dropped.
-        Without a special-case matcher hit this is the chunk tokens of ``text.split()``."""
-        chunks = text.split()
+    def _chunks_tokens(self, text: str) -> list[str]:
         out: list[str] = []
         tokens = self.chunk_tokens
-        for chunk in chunks:
+        for chunk in text.split():
             out.extend(tokens(chunk))
-        if self.first_tokens.isdisjoint(out):
+        return out
+
+    def _needs_matcher(self, toks: list[str]) -> bool:
+        # a matcher pattern never holds a whitespace token, so a match in the full token list
+        # is also a match in the list without whitespace tokens: none that changes tokens
+        # here -> the matcher pass is a no-op there (a blocked span changes nothing either)
+        if self.first_tokens.isdisjoint(toks):
+            return False
+        harmless = self.harmless
+        return any(tuple(toks[a:b]) not in harmless for a, b in self._matcher_spans(toks))
+
+    def word_tokenize(self, text: str) -> list[str]:
+        """datatrove's ``SpaCyTokenizer.word_tokenize``: token texts, stripped, empty ones dropped.
+        Without a special-case matcher match this is the chunk tokens of ``text.split()``."""
+        out = self._chunks_tokens(text)
+        if not self._needs_matcher(out):
             return out
         return [s for s in (t.strip() for t in self.doc_tokens(text)) if s]
+
+    def sentence_tokens(self, line: str) -> list[str]:
+        """``doc_tokens(line)``; a line whose only whitespace is single spaces has no
+        whitespace tokens, so its chunk tokens are the same when no matcher pattern matches."""
+        out = self._chunks_tokens(line)
+        if (len(out) and " ".join(line.split()) == line) and not self._needs_matcher(out):
+            return out
+        return self.doc_tokens(line)
 
     def count_sentences(self, tokens: list[str]) -> int:
         """Sentences of spaCy's ``Sentencizer`` over ``tokens`` (whitespace tokens included):
@@ -257,8 +291,10 @@ class RuleTokenizer:
         a mark nor punctuation (every character of Unicode category P*)."""
         if not tokens:
             return 0
-        n, seen, start = 1, False, 0
         punct = self.punct_chars
+        if punct.isdisjoint(tokens):
+            return 1
+        n, seen, start = 1, False, 0
         for i, t in enumerate(tokens):
             is_end = t in punct
             if seen and not is_end and not _is_punct(t):
@@ -303,8 +339,8 @@ def split_words(text: str, language: str | None = None) -> list[str]:
     if script_of(language) in CHARACTER_SCRIPTS:
         out: list[str] = []
         for w in words:
-            if _CJK_CHAR.search(w):
-                out.extend(p for p in _CJK_CHAR.split(w) if p)
+            if CJK_CHAR.search(w):
+                out.extend(p for p in CJK_CHAR.split(w) if p)
             else:
                 out.append(w)
         return out
@@ -317,11 +353,11 @@ def count_sentences(line: str, language: str | None = None) -> int:
     Sentencizer (its sentence-final marks cover 。！？ । ؟ and more) over the language's split."""
     if is_english(language):
         tok = rule_tokenizer("en")
-        return max(1, tok.count_sentences(tok.doc_tokens(line)))
+        return max(1, tok.count_sentences(tok.sentence_tokens(line)))
     tok = rule_tokenizer("xx")
     if script_of(language) in CHARACTER_SCRIPTS:
         return max(1, tok.count_sentences(split_words(line, language)))
-    return max(1, tok.count_sentences(tok.doc_tokens(line)))
+    return max(1, tok.count_sentences(tok.sentence_tokens(line)))
 
 
 def stop_words_present(words: list[str], stop_words, language: str | None = None) -> int:
