@@ -49,6 +49,7 @@ class CurateJob(SparkJob):
         from pulpie_spark.curate.config import load_config
         from pulpie_spark.curate.pipeline import curate
         from pulpie_spark.curate.report import collect_report, write_report
+        from pulpie_spark import memory
         from pulpie_spark.io import read_table, write_table
 
         if not args.input or not args.output:
@@ -70,6 +71,12 @@ class CurateJob(SparkJob):
         cfg = load_config(args.config, overrides)
 
         df = read_table(spark, args.input, args.input_format)
+        # Bounded memory whatever the row groups and pages (pulpie_spark.memory): byte-sized
+        # reader and cache batches, a huge row group spread over the cores.
+        footprint = memory.table_footprint(df)
+        memory.check_fits(spark, footprint, args.input)
+        memory.apply_session_conf(spark, memory.bounded_read_settings(spark, footprint, cache=True))
+        df = memory.spread(df, footprint, ["doc_id"] if "doc_id" in df.columns else df.columns[:1])
         result = curate(df, cfg, text_col=args.text_col)
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         # hash partitioning + sort by doc_id: same input and config give the same files

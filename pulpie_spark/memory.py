@@ -37,6 +37,8 @@ PARTITION_BYTES_CONF = "spark.pulpie.read.partitionBytes"
 DEFAULT_BATCH_BYTES = 16 * MiB
 DEFAULT_PARTITION_BYTES = 64 * MiB
 SPARK_READER_BATCH_ROWS = 4096  # Spark's default
+CACHE_BATCH_CONF = "spark.sql.inMemoryColumnarStorage.batchSize"
+SPARK_CACHE_BATCH_ROWS = 10000  # Spark's default
 FOOTER_SAMPLE = 64  # footers read at most (the largest files first)
 # JVM heap a core needs per byte of its largest page, on top of HEAP_BASE_BYTES:
 # measured by benchmarks/memory.py (docs/BENCHMARKS.md, "Bounded memory").
@@ -185,9 +187,24 @@ def session_conf(spark, settings: dict[str, str]):
             spark.conf.unset(key)
 
 
-def bounded_read_settings(spark, footprint: Footprint | None) -> dict[str, str]:
-    rows = reader_batch_rows(footprint, conf_bytes(spark, BATCH_BYTES_CONF, DEFAULT_BATCH_BYTES))
-    return {READER_BATCH_CONF: str(rows)}
+def bounded_read_settings(spark, footprint: Footprint | None, *, cache: bool = False) -> dict[str, str]:
+    """The reader batch in rows for ``footprint``; with ``cache``, also the rows per
+    in-memory cached batch (Spark's 10,000 rows of HTML would be one 1.5 GB buffer)."""
+    batch_bytes = conf_bytes(spark, BATCH_BYTES_CONF, DEFAULT_BATCH_BYTES)
+    rows = reader_batch_rows(footprint, batch_bytes)
+    settings = {READER_BATCH_CONF: str(rows)}
+    if cache and footprint is not None and footprint.max_row_bytes > 0:
+        settings[CACHE_BATCH_CONF] = str(int(min(SPARK_CACHE_BATCH_ROWS,
+                                                 max(1, batch_bytes // footprint.max_row_bytes))))
+    return settings
+
+
+def apply_session_conf(spark, settings: dict[str, str]) -> list[str]:
+    """Set ``settings`` for the rest of a job's session, except keys the user set."""
+    applied = [key for key in settings if not _is_set(spark, key)]
+    for key in applied:
+        spark.conf.set(key, settings[key])
+    return applied
 
 
 def spread(df, footprint: Footprint | None, key_cols: list[str]):
