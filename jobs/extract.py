@@ -61,8 +61,13 @@ class ExtractJob(SparkJob):
                                  links=args.links,
                                  images=args.images, device=args.device, gpu_amount=gpu_amount,
                                  batch_tokens=args.batch_tokens, fallback=args.fallback)
-        summary = run_extract(df, args.output, fmt=args.format, rejects=args.rejects, options=options,
-                              mode=args.mode)
+        from pulpie_spark.memory import InputTooLarge
+
+        try:
+            summary = run_extract(df, args.output, fmt=args.format, rejects=args.rejects, options=options,
+                                  mode=args.mode)
+        except InputTooLarge as exc:  # raised before any work: a message, not a stack trace
+            raise SystemExit(f"{self.name}: {exc}") from None
         print(f"rows {summary['rows']}  output {summary['output_rows']}  rejects {summary['rejects']}"
               f"  mean n_blocks {summary['mean_n_blocks'] or 0:.1f}  mean n_main {summary['mean_n_main'] or 0:.1f}"
               f"  time {summary['seconds']:.1f}s")

@@ -1,0 +1,168 @@
+"""Peak JVM heap and Python worker RSS of the extract job against page and row-group size.
+
+Each measurement is one fresh ``python jobs/extract.py --master local[2]`` process (in
+local mode the heap is fixed when the JVM starts) with ``spark.driver.memory`` set; a
+sampler reads the JVM's used heap with ``jstat -gc`` and the RSS of every Python worker
+(children of the JVM) every 0.25 s.
+
+    # grid: pages of 1/10/50 MB and row groups of 1 MB to 300 MB, at a 1g heap
+    python benchmarks/memory.py grid --heap 1g
+    # same input, bounded reads (this code) against the previous pipeline (cached frame,
+    # Spark's reader batch) at 4g, and this code at 1g
+    python benchmarks/memory.py compare --input /tmp/real.parquet --baseline-commit f9abe59
+
+Inputs are generated under /tmp (``--workdir``) and deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+MiB = 1 << 20
+FILLER = Path(ROOT / "tests" / "data" / "md_wcxb_dev_0488.html")
+
+
+def _jvm_heap_used(pid: int) -> int | None:
+    jstat = shutil.which("jstat") or "/usr/lib/jvm/java-17-openjdk-amd64/bin/jstat"
+    try:
+        out = subprocess.run([jstat, "-gc", str(pid)], capture_output=True, text=True, timeout=5).stdout.split("\n")
+        head, vals = out[0].split(), out[1].split()
+        row = dict(zip(head, vals))
+        return int(sum(float(row[k]) for k in ("S0U", "S1U", "EU", "OU")) * 1024)
+    except Exception:
+        return None
+
+
+def measure(cmd: list[str], env: dict | None = None) -> dict:
+    """Run ``cmd``; peak JVM used heap, peak JVM RSS, peak RSS of one Python worker, wall time."""
+    started = time.time()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peaks = {"jvm_heap": 0, "jvm_rss": 0, "worker_rss": 0}
+    done = threading.Event()
+
+    def sample():
+        driver = psutil.Process(proc.pid)
+        while not done.is_set():
+            try:
+                for child in driver.children(recursive=True):
+                    name = " ".join(child.cmdline()[:3])
+                    if "java" in name:
+                        peaks["jvm_rss"] = max(peaks["jvm_rss"], child.memory_info().rss)
+                        heap = _jvm_heap_used(child.pid)
+                        if heap:
+                            peaks["jvm_heap"] = max(peaks["jvm_heap"], heap)
+                        for worker in child.children(recursive=True):
+                            if "python" in worker.name():
+                                peaks["worker_rss"] = max(peaks["worker_rss"], worker.memory_info().rss)
+            except (psutil.Error, IndexError):
+                pass
+            done.wait(0.25)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    output, _ = proc.communicate()
+    done.set()
+    thread.join()
+    summary = next((line for line in output.splitlines() if line.startswith("rows ")), None)
+    return {"rc": proc.returncode, "seconds": round(time.time() - started, 1), "summary": summary,
+            "oom": "OutOfMemoryError" in output, **{k: round(v / MiB) for k, v in peaks.items()},
+            "tail": output.splitlines()[-3:] if proc.returncode else []}
+
+
+def extract_cmd(input_path: str, output: str, heap: str, extra: list[str] = ()) -> list[str]:
+    return [sys.executable, "jobs/extract.py", "--input", input_path, "--output", output, "--master", "local[2]",
+            "--spark-conf", f"spark.driver.memory={heap}", "--show", "0", *extra]
+
+
+def write_grid_input(path: Path, page_mb: float, rows: int, row_group_mb: float) -> None:
+    """``rows`` pages of ``page_mb`` MB (a real page padded with paragraphs), row groups of
+    about ``row_group_mb`` MB, as pyarrow writes them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    base = FILLER.read_bytes()
+    para = b"<p>The river rises in the hills above the town and runs for ninety kilometres.</p>\n"
+    target = int(page_mb * MiB)
+    html = base.replace(b"</body>", para * max(0, (target - len(base)) // len(para)) + b"</body>")
+    pages = [html.replace(b"<title>", f"<title>{i} ".encode(), 1) for i in range(rows)]
+    table = pa.table({"url": [f"https://bench.test/{i}" for i in range(rows)], "html": pages})
+    per_group = max(1, int(row_group_mb * MiB // max(1, len(html))))
+    pq.write_table(table, path, row_group_size=per_group)
+
+
+def grid(args) -> list[dict]:
+    results = []
+    work = Path(tempfile.mkdtemp(dir=args.workdir))
+    try:
+        for page_mb, rows, row_group_mb in [(0.15, 2000, 1), (0.15, 2000, 300), (1, 300, 300),
+                                            (10, 30, 300), (50, 4, 300)][: args.limit]:
+            src = work / "in.parquet"
+            write_grid_input(src, page_mb, rows, row_group_mb)
+            # Pages over the 10 MiB guard are rejected unparsed; raise it to measure parsing them.
+            env = dict(os.environ, PULPIE_MAX_HTML_BYTES=str(64 * MiB)) if page_mb >= 10 else None
+            result = measure(extract_cmd(str(src), str(work / "out"), args.heap, ["--fallback", "none"]), env)
+            result.update(page_mb=page_mb, rows=rows, row_group_mb=row_group_mb, heap=args.heap)
+            print(json.dumps({k: v for k, v in result.items() if k != "tail"}), flush=True)
+            results.append(result)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def compare(args) -> list[dict]:
+    """This code at 4g and 1g against the pipeline of ``--baseline-commit`` at 4g, same input."""
+    work = Path(tempfile.mkdtemp(dir=args.workdir))
+    results = []
+    try:
+        # The baseline: today's package with the baseline commit's spark_pipeline.py.
+        base_pkg = work / "baseline"
+        shutil.copytree(ROOT / "pulpie_spark", base_pkg / "pulpie_spark")
+        old = subprocess.run(["git", "show", f"{args.baseline_commit}:pulpie_spark/spark_pipeline.py"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        (base_pkg / "pulpie_spark" / "spark_pipeline.py").write_text(old)
+        env_base = dict(os.environ, PYTHONPATH=str(base_pkg))
+        runs = [("baseline (cached frame, Spark's reader batch)", "4g", env_base),
+                ("bounded (this code)", "4g", None), ("bounded (this code)", "1g", None)]
+        for label, heap, env in runs:
+            result = measure(extract_cmd(args.input, str(work / "out"), heap), env)
+            rows = int(result["summary"].split()[1]) if result["summary"] else 0
+            result.update(run=label, heap=heap, pages_per_s=round(rows / result["seconds"], 2) if rows else None)
+            print(json.dumps({k: v for k, v in result.items() if k != "tail"}), flush=True)
+            results.append(result)
+        base, new = results[0]["pages_per_s"], results[1]["pages_per_s"]
+        if base and new:
+            print(f"pages/s at 4g: bounded {new} / baseline {base} = {new / base:.3f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="mode", required=True)
+    g = sub.add_parser("grid")
+    g.add_argument("--heap", default="1g")
+    g.add_argument("--limit", type=int, default=5, help="first N grid points")
+    c = sub.add_parser("compare")
+    c.add_argument("--input", required=True)
+    c.add_argument("--baseline-commit", default="f9abe59")
+    for p in (g, c):
+        p.add_argument("--workdir", default="/tmp")
+    args = parser.parse_args()
+    (grid if args.mode == "grid" else compare)(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""Bounded memory (issue 16): byte-sized reader batches from the footers, the refusal of
+a page the heap cannot hold, and (slow tier) the extract and curate jobs at Spark's 1g
+default heap on a one-row-group Parquet of ~300 MB of HTML and on the adversarial corpus."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from helpers_data import DATA
+from pulpie_spark import memory
+
+ROOT = Path(__file__).resolve().parents[1]
+MiB = 1 << 20
+
+
+def _write_pages(path: Path, n: int, page_bytes: int, row_group_size: int | None = None) -> None:
+    base = (DATA / "md_wcxb_dev_0488.html").read_bytes()
+    para = b"<p>Salmon return to the river every autumn, past the old mill weirs.</p>\n"
+    html = base.replace(b"</body>", para * max(0, (page_bytes - len(base)) // len(para)) + b"</body>")
+    pages = [html.replace(b"<title>", f"<title>{i} ".encode(), 1) for i in range(n)]
+    table = pa.table({"url": [f"https://mem.test/{i}" for i in range(n)], "html": pages})
+    pq.write_table(table, path, row_group_size=row_group_size)
+
+
+class _Frame:
+    """The one DataFrame method table_footprint uses."""
+
+    def __init__(self, files):
+        self.files = files
+
+    def inputFiles(self):
+        return self.files
+
+
+def test_reader_batch_is_sized_in_bytes(tmp_path):
+    path = tmp_path / "pages.parquet"
+    _write_pages(path, 40, 200_000)
+    footprint = memory.table_footprint(_Frame([str(path)]))
+    assert footprint.rows == 40 and footprint.files == 1
+    assert 200_000 <= footprint.max_row_bytes < 260_000
+    rows = memory.reader_batch_rows(footprint, 16 * MiB)
+    assert rows * footprint.max_row_bytes <= 16 * MiB < (rows + 1) * footprint.max_row_bytes
+    assert memory.reader_batch_rows(footprint, 1) == 1
+    assert memory.reader_batch_rows(None) == memory.SPARK_READER_BATCH_ROWS
+    tiny = memory.Footprint(files=1, rows=10, bytes=100, max_group_bytes=100, max_row_bytes=10, min_largest_page=10)
+    assert memory.reader_batch_rows(tiny) == memory.SPARK_READER_BATCH_ROWS
+
+
+def test_footprint_of_a_frame_without_parquet_files_is_none(tmp_path):
+    assert memory.table_footprint(_Frame([])) is None
+    assert memory.table_footprint(_Frame([str(tmp_path / "missing.parquet")])) is None
+
+
+@pytest.mark.parametrize("text, expected", [("1g", 1 << 30), ("512m", 512 * MiB), ("4096", 4096 * MiB),
+                                            ("2G", 2 << 30), ("bad", 7)])
+def test_sizes_parse_like_spark(text, expected):
+    assert memory._size_to_bytes(text, 7) == expected
+
+
+def test_a_page_the_heap_cannot_hold_is_refused_naming_the_setting():
+    class Conf:
+        def get(self, key, default=None):
+            return {"spark.driver.memory": "1g"}.get(key, default)
+
+    class Context:
+        master = "local[2]"
+
+        def getConf(self):
+            return Conf()
+
+    class Spark:
+        sparkContext = Context()
+
+    limit = memory.largest_page_for_heap(1 << 30)
+    assert limit > 50 * MiB  # the adversarial corpus's 50 MB page fits a 1g heap
+    fits = memory.Footprint(files=1, rows=1, bytes=limit, max_group_bytes=limit, max_row_bytes=limit,
+                            min_largest_page=limit)
+    memory.check_fits(Spark(), fits)
+    huge = memory.Footprint(files=1, rows=1, bytes=limit + MiB, max_group_bytes=limit + MiB,
+                            max_row_bytes=limit + MiB, min_largest_page=limit + MiB)
+    with pytest.raises(memory.InputTooLarge, match=r"Raise spark\.driver\.memory to at least \d+m"):
+        memory.check_fits(Spark(), huge, "pages.parquet")
+
+
+# ----------------------------------------------------------------------------- slow tier
+
+def _job(args: list[str], heap: str = "1g", env: dict | None = None) -> subprocess.CompletedProcess:
+    """A job in a fresh process: in local mode the heap is fixed when the JVM starts."""
+    cmd = [sys.executable, *args, "--master", "local[2]", "--spark-conf", f"spark.driver.memory={heap}"]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800,
+                          env=dict(os.environ, **(env or {})))
+
+
+def _ids(path: Path, column: str = "url") -> list:
+    files = sorted(p for p in path.rglob("*.parquet"))
+    return [v for f in files for v in pq.read_table(f, columns=[column]).column(column).to_pylist()]
+
+
+def _accounted(out: Path, source_ids: list, column: str = "url") -> None:
+    got = _ids(out, column) + _ids(Path(str(out) + "_rejects"), column)
+    assert sorted(got, key=str) == sorted(source_ids, key=str)
+
+
+@pytest.mark.slow
+def test_extract_and_curate_at_1g_on_a_300mb_row_group(tmp_path):
+    src = tmp_path / "one_group.parquet"
+    _write_pages(src, 2000, 150_000)  # ~300 MB of HTML, one row group (pyarrow's default)
+    meta = pq.ParquetFile(src).metadata
+    assert meta.num_row_groups == 1 and meta.row_group(0).column(1).total_uncompressed_size > 280 * MiB
+    out = tmp_path / "out"
+    run = _job(["jobs/extract.py", "--input", str(src), "--output", str(out), "--show", "0"])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "OutOfMemoryError" not in run.stderr
+    _accounted(out, [f"https://mem.test/{i}" for i in range(2000)])
+    curated = tmp_path / "curated"
+    run = _job(["jobs/curate.py", "--input", str(out), "--output", str(curated)])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    kept, removed = _ids(curated, "doc_id"), _ids(tmp_path / "curated_removed", "doc_id")
+    assert len(kept) + len(removed) == len(_ids(out, "doc_id"))
+
+
+@pytest.mark.slow
+def test_extract_at_1g_on_the_adversarial_corpus(tmp_path):
+    from adversarial import build_corpus
+
+    corpus = build_corpus(tmp_path / "adv")
+    out = tmp_path / "out"
+    run = _job(["jobs/extract.py", "--input", str(tmp_path / "adv" / "pages.parquet"), "--output", str(out),
+                "--show", "0"])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    _accounted(out, corpus.doc_ids, "doc_id")
+    rejects = pq.read_table(Path(str(out) + "_rejects")).to_pylist()
+    assert {r["doc_id"]: r["reason"] for r in rejects}["adv-huge-50mb"] == "html_too_large"
+    out_warc = tmp_path / "out_warc"
+    run = _job(["jobs/extract.py", "--input", str(tmp_path / "adv" / "warc"), "--output", str(out_warc),
+                "--show", "0"])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "OutOfMemoryError" not in run.stderr
+
+
+@pytest.mark.slow
+def test_a_page_larger_than_the_heap_is_refused_before_any_work(tmp_path):
+    src = tmp_path / "huge.parquet"
+    _write_pages(src, 1, 700 * MiB // 10)  # 70 MB page alone in its row group
+    run = _job(["jobs/extract.py", "--input", str(src), "--output", str(tmp_path / "out"), "--show", "0"],
+               heap="512m")
+    assert run.returncode != 0
+    assert "Raise spark.driver.memory to at least" in run.stderr and "Traceback" not in run.stderr
+    assert "OutOfMemoryError" not in run.stderr and "at org.apache" not in run.stderr
+    assert not (tmp_path / "out").exists()
