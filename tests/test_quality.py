@@ -89,6 +89,19 @@ def test_ngram_signals_match_datatrove_loops(text):
         assert signals[f"gr_dup_{n}_gram_frac"] == pytest.approx(_datatrove_all_dup(words, n) / len(text))
 
 
+def test_duplicated_ngrams_compare_joined_strings_like_datatrove():
+    # ("a", "bc", ...) and ("ab", "c", ...) join to the same string: a repeat for datatrove
+    words = ["a", "bc", "d", "e", "f", "zz", "ab", "c", "d", "e", "f"]
+    text = " ".join(words)
+    signals, _ = gopher_repetition(text, GR, tokens=words)
+    assert _datatrove_all_dup(words, 5) == 6
+    assert signals["gr_dup_5_gram_frac"] == pytest.approx(6 / len(text))
+    # a walk that skips n words after a repeat: the skipped n-grams are never seen
+    words = ["x"] * 12
+    assert gopher_repetition(" ".join(words), GR, tokens=words)[0]["gr_dup_5_gram_frac"] == pytest.approx(
+        _datatrove_all_dup(words, 5) / len(" ".join(words)))
+
+
 PARA = "This paragraph talks about the mill and the river that turns its wheel every day."
 
 

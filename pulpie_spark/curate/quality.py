@@ -228,20 +228,62 @@ def _top_ngram_chars(keys: np.ndarray, window_chars: np.ndarray) -> int:
     return int(window_chars[pick]) * int(top)
 
 
-def _all_duplicate_chars(words: list[str], offsets: list[int], joined: str, n: int) -> int:
+_HASH_BASE = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
+_HASH_BASE_INV = np.uint64(pow(int(_HASH_BASE), -1, 2 ** 64))
+
+
+class _JoinedText:
+    """All words concatenated without a separator, with a position-free polynomial hash
+    (mod 2**64) of any substring: equal substrings have equal hashes."""
+
+    def __init__(self, words: list[str], offsets: np.ndarray):
+        self.joined = "".join(words)
+        self.offsets = offsets
+        codes = np.frombuffer(self.joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+        with np.errstate(over="ignore"):
+            powers = np.cumprod(np.full(len(codes), _HASH_BASE, dtype=np.uint64))
+            self.inv_powers = np.concatenate(([np.uint64(1)], np.cumprod(
+                np.full(len(codes), _HASH_BASE_INV, dtype=np.uint64))))
+            self.prefix = np.concatenate(([np.uint64(0)], np.cumsum(codes * powers, dtype=np.uint64)))
+
+    def ngram_hashes(self, n: int) -> np.ndarray:
+        start, end = self.offsets[:-n], self.offsets[n:]
+        with np.errstate(over="ignore"):
+            return (self.prefix[end] - self.prefix[start]) * self.inv_powers[start]
+
+    def gram(self, i: int, n: int) -> str:
+        return self.joined[self.offsets[i]:self.offsets[i + n]]
+
+
+def _all_duplicate_chars(text: _JoinedText, n: int) -> int:
     """datatrove's find_all_duplicate: walk left to right over n-grams joined WITHOUT a
-    separator (so ("ab", "c") equals ("a", "bc")); a repeated one counts its characters and
-    skips n words ahead."""
-    seen: set[str] = set()
-    repeated, idx, last = 0, 0, len(words) - n + 1
-    while idx < last:
-        gram = joined[offsets[idx]:offsets[idx + n]]
-        if gram in seen:
+    separator (so ("ab", "c") equals ("a", "bc")); one already seen on the walk counts its
+    characters and the walk skips n words ahead.
+
+    Only n-grams whose hash occurs more than once can ever be repeats, so the walk is replayed
+    over those positions alone (the others are visited and never matter); a repeat is
+    confirmed by comparing strings, so the result is the walk's, exactly, whatever the
+    hashes collide on."""
+    last = len(text.offsets) - n  # number of n-grams
+    hashes = text.ngram_hashes(n)
+    _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    shared = np.nonzero(counts[inverse] > 1)[0]
+    if not len(shared):
+        return 0
+    seen: dict[int, set[str]] = {}
+    repeated, idx = 0, 0
+    for pos, h in zip(shared.tolist(), inverse[shared].tolist()):
+        if pos < idx:
+            continue  # skipped over by an earlier repeat
+        gram = text.gram(pos, n)
+        grams = seen.get(h)
+        if grams is not None and gram in grams:
             repeated += len(gram)
-            idx += n
+            idx = pos + n
         else:
-            seen.add(gram)
-            idx += 1
+            seen.setdefault(h, set()).add(gram)
+            idx = pos + 1
     return repeated
 
 
@@ -259,9 +301,9 @@ def gopher_repetition(text: str, cfg: GopherRepetitionConfig, tokens: list[str] 
         "gr_dup_line_char_frac": line_dup_chars / n_chars,
     }
     words = word_tokenize(text, language) if tokens is None else tokens
-    vocab: dict[str, int] = {}
-    token_ids = np.fromiter((vocab.setdefault(w, len(vocab)) for w in words), dtype=np.int64, count=len(words))
-    token_len = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    token_ids = np.fromiter(map(vocab.__getitem__, words), dtype=np.int64, count=len(words))
+    token_len = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     len_cumsum = np.concatenate(([0], np.cumsum(token_len)))
     for n, _ in cfg.top_n_grams:
         value = 0.0
@@ -269,12 +311,11 @@ def gopher_repetition(text: str, cfg: GopherRepetitionConfig, tokens: list[str] 
             window = len_cumsum[n:] - len_cumsum[:-n] + (n - 1)
             value = _top_ngram_chars(_ngram_ids(token_ids, n, max(2, len(vocab))), window) / n_chars
         signals[f"gr_top_{n}_gram_frac"] = value
-    joined = "".join(words)
-    offsets = len_cumsum.tolist()
+    joined = _JoinedText(words, len_cumsum) if cfg.dup_n_grams and words else None
     for n, _ in cfg.dup_n_grams:
         value = 0.0
         if len(words) >= n:
-            value = _all_duplicate_chars(words, offsets, joined, n) / n_chars
+            value = _all_duplicate_chars(joined, n) / n_chars
         signals[f"gr_dup_{n}_gram_frac"] = value
     fails = []
     if cfg.dup_para_frac and signals["gr_dup_para_frac"] > cfg.dup_para_frac:

@@ -29,6 +29,7 @@ import json
 import re
 import unicodedata
 from functools import lru_cache
+from itertools import chain
 from importlib import resources
 
 # datatrove 0.10.1 datatrove/utils/text.py (Apache-2.0), copied verbatim: PUNCTUATION and
@@ -106,6 +107,9 @@ class RuleTokenizer:
         # match changes nothing (no special case holds a space, so a match across chunks
         # changes nothing either)
         self.harmless = frozenset(p for p, orth in self.patterns.items() if self.specials.get(orth) == list(p))
+        harmful = [p for p in self.patterns if p not in self.harmless]
+        self.harmful_singles = frozenset(p[0] for p in harmful if len(p) == 1)
+        self.harmful_pairs = frozenset(p[:2] for p in harmful if len(p) > 1)
         self.punct_chars = frozenset(rules["sentencizer_punct_chars"])
         self._cache: dict[str, tuple[str, ...]] = {}
 
@@ -254,17 +258,18 @@ class RuleTokenizer:
         return toks
 
     def _chunks_tokens(self, text: str) -> list[str]:
-        out: list[str] = []
-        tokens = self.chunk_tokens
-        for chunk in text.split():
-            out.extend(tokens(chunk))
-        return out
+        chunks = text.split()
+        parts = list(map(self._cache.get, chunks))
+        if None in parts:
+            parts = [p if p is not None else self.chunk_tokens(c) for p, c in zip(parts, chunks)]
+        return list(chain.from_iterable(parts))
 
     def _needs_matcher(self, toks: list[str]) -> bool:
         # a matcher pattern never holds a whitespace token, so a match in the full token list
         # is also a match in the list without whitespace tokens: none that changes tokens
         # here -> the matcher pass is a no-op there (a blocked span changes nothing either)
-        if self.first_tokens.isdisjoint(toks):
+        # every match that changes tokens starts with a harmful single token or pair
+        if self.harmful_singles.isdisjoint(toks) and self.harmful_pairs.isdisjoint(zip(toks, toks[1:])):
             return False
         harmless = self.harmless
         return any(tuple(toks[a:b]) not in harmless for a, b in self._matcher_spans(toks))
