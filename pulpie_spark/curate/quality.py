@@ -97,6 +97,9 @@ class GopherQualityConfig(GateConfig):
     min_stop_words: int = 2
     stop_words: tuple[str, ...] = ("the", "be", "to", "of", "and", "that", "have", "with")
     per_language: bool = True
+    # with per_language: a language's FineWeb-2 max_non_alpha_words_ratio is used up to this
+    # value (0 = uncapped); docs/curation.md "Quality gates per language" has the measurement
+    per_language_alpha_cap: float = 0.78
 
 
 GOPHER_QUALITY_RULES = ("gopher_short_doc", "gopher_long_doc", "gopher_below_avg_threshold",
@@ -519,19 +522,29 @@ def fineweb2_values() -> dict[str, dict]:
     return _FINEWEB2
 
 
-def language_overrides(language: str | None) -> dict[str, dict]:
+_ENGLISH_ALPHA = GopherQualityConfig.max_non_alpha_words_ratio
+
+
+def _capped(value: float, cap: float) -> float:
+    return min(value, cap) if cap else value
+
+
+def language_overrides(language: str | None, alpha_cap: float = 0.0) -> dict[str, dict]:
     """The per-gate values a document in ``language`` is judged with, over the configured ones.
 
     * English (None, ``und``, ``eng_Latn``): none (the configured values, FineWeb's).
     * A label with a FineWeb-2 config: fineweb-2-pipeline.py's arguments: Gopher quality takes
-      its stop words (at least 2 distinct), average word length bounds and alpha-word ratio;
+      its stop words (at least 2 distinct), average word length bounds and alpha-word ratio
+      (at most ``alpha_cap`` when given: gopher_quality.per_language_alpha_cap);
       Gopher repetition its dup_line_frac and n-gram limits, with the paragraph and
       character-fraction rules off (0); FineWeb its line_punct_thr and new_line_ratio, with
       short_line_thr 999 (off) and char_duplicates_ratio 0.1.
-    * Any other label: the configured values without English stop words (min_stop_words 0).
-    * Scripts split one character per word (Han, kana): average word length 1..6 without a
-      config (FineWeb-2's cmn/jpn values are 1..5 and 1..6); scripts without spaces that are
-      not segmented here (Thai, Lao, Khmer, Myanmar, Tibetan): average word length off.
+    * Any other label: the configured values without English stop words (min_stop_words 0),
+      the alpha-word ratio at most ``alpha_cap``; in Han/kana script average word length
+      1..6 and alpha-word ratio 0.76 (FineWeb-2's Han and Japanese configs: 1..2-6 and
+      0.714-0.826, median 0.762).
+    * Scripts without spaces that are not segmented here (Thai, Lao, Khmer, Myanmar,
+      Tibetan): average word length off, with or without a config.
     """
     if is_english(language):
         return {}
@@ -539,14 +552,19 @@ def language_overrides(language: str | None) -> dict[str, dict]:
     script = script_of(language)
     if values is None:
         out = {"gopher_quality": {"min_stop_words": 0}, "gopher_repetition": {}, "fineweb": {}}
+        if alpha_cap:
+            out["gopher_quality"]["max_non_alpha_words_ratio"] = _capped(_ENGLISH_ALPHA, alpha_cap)
         if script in CHARACTER_SCRIPTS:
-            out["gopher_quality"].update(min_avg_word_length=1, max_avg_word_length=6)
+            # FineWeb-2's six Han/Japanese configs: word length 1..2-6, alpha ratio 0.714-0.826 (median 0.762)
+            out["gopher_quality"].update(min_avg_word_length=1, max_avg_word_length=6,
+                                         max_non_alpha_words_ratio=_capped(0.76, alpha_cap))
     else:
         out = {
             "gopher_quality": {"max_avg_word_length": values["max_avg_word_length"],
                                "min_avg_word_length": values["min_avg_word_length"],
                                "stop_words": list(values["stopwords"]),
-                               "max_non_alpha_words_ratio": values["max_non_alpha_words_ratio"],
+                               "max_non_alpha_words_ratio": _capped(values["max_non_alpha_words_ratio"],
+                                                                    alpha_cap),
                                "min_stop_words": 2},
             "gopher_repetition": {"dup_para_frac": 0, "dup_line_char_frac": 0, "dup_para_char_frac": 0,
                                   "dup_line_frac": values["dup_line_frac"],
@@ -571,7 +589,8 @@ def language_quality(qcfg: QualityConfig, language: str | None) -> QualityConfig
     hit = _LANG_CACHE.get(key)
     if hit is not None and hit[0] is qcfg:
         return hit[1]
-    changes = {gate: values for gate, values in language_overrides(language).items()
+    alpha_cap = getattr(qcfg["gopher_quality"], "per_language_alpha_cap", 0.0)
+    changes = {gate: values for gate, values in language_overrides(language, alpha_cap).items()
                if values and getattr(qcfg[gate], "per_language", False)}
     out = qcfg.with_overrides(**changes) if changes else qcfg
     if len(_LANG_CACHE) > 4096:
