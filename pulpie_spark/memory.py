@@ -40,11 +40,13 @@ SPARK_READER_BATCH_ROWS = 4096  # Spark's default
 CACHE_BATCH_CONF = "spark.sql.inMemoryColumnarStorage.batchSize"
 SPARK_CACHE_BATCH_ROWS = 10000  # Spark's default
 FOOTER_SAMPLE = 64  # footers read at most (the largest files first)
-# JVM heap a core needs per byte of its largest page, on top of HEAP_BASE_BYTES.
-# PROVISIONAL (issue 16): not yet fitted; `benchmarks/memory.py grid` measures the peak
-# heap against page size, and these two constants are to be set from its results.
+# JVM heap per byte of the largest page, on top of HEAP_BASE_BYTES, at `local[2]` (two tasks
+# share the heap). Bounded by `benchmarks/memory.py grid --heap 1g` (docs/BENCHMARKS.md): at
+# 1g, block-dense pages of 1 MiB complete and pages of 10 MiB die with OutOfMemoryError, so
+# (1g - base) / 10 MiB < per-byte <= (1g - base) / 1 MiB, i.e. 62.4 < per-byte <= 624 with
+# a 400 MiB base; 64 is the least refusing value inside those bounds (1g: pages to 9.75 MiB).
 HEAP_BASE_BYTES = 400 * MiB
-HEAP_PER_PAGE_BYTE = 6
+HEAP_PER_PAGE_BYTE = 64
 
 
 class InputTooLarge(ValueError):

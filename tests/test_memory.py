@@ -79,7 +79,8 @@ def test_a_page_the_heap_cannot_hold_is_refused_naming_the_setting():
         sparkContext = Context()
 
     limit = memory.largest_page_for_heap(1 << 30)
-    assert limit > 50 * MiB  # the adversarial corpus's 50 MB page fits a 1g heap
+    # Measured (benchmarks/memory.py grid): at 1g, 1 MiB pages complete, 10 MiB pages do not.
+    assert 1 * MiB <= limit < 10 * MiB
     fits = memory.Footprint(files=1, rows=1, bytes=limit, max_group_bytes=limit, max_row_bytes=limit,
                             min_largest_page=limit)
     memory.check_fits(Spark(), fits)
