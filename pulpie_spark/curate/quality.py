@@ -47,6 +47,7 @@ _C4_END_PUNCT = (".", "?", "!", '"', "'")
 _C4_END_PUNCT_ANY = _C4_END_PUNCT + TERMINAL_PUNCTUATION  # other languages: 。！？ । ؟ ...
 _POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses cookies",
                       "use of cookies", "use cookies")
+_POLICY = re.compile("|".join(map(re.escape, _POLICY_SUBSTRINGS)))  # any of them, as a substring
 
 
 def word_tokenize(text: str, language: str | None = None) -> list[str]:
@@ -379,7 +380,7 @@ def c4(text: str, cfg: C4Config, language: str | None = None) -> tuple[dict, lis
     for raw in lines:
         line = raw.strip()
         words = split_words(line, language) if spaceless else line.split()
-        if cfg.max_word_length != -1 and any(len(w) > cfg.max_word_length for w in words):
+        if cfg.max_word_length != -1 and max(map(len, words), default=0) > cfg.max_word_length:
             counts["long_word"] += 1
             continue
         if cfg.remove_citations:
@@ -398,7 +399,7 @@ def c4(text: str, cfg: C4Config, language: str | None = None) -> tuple[dict, lis
             continue
         if cfg.filter_curly_bracket and "{" in line and "curly_bracket" not in hits:
             hits.append("curly_bracket")
-        if cfg.filter_policy and any(p in lower for p in _POLICY_SUBSTRINGS):
+        if cfg.filter_policy and _POLICY.search(lower):
             counts["policy"] += 1
             continue
         if cfg.min_num_sentences != -1:

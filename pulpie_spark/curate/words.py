@@ -29,7 +29,7 @@ import json
 import re
 import unicodedata
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, compress
 from importlib import resources
 
 # datatrove 0.10.1 datatrove/utils/text.py (Apache-2.0), copied verbatim: PUNCTUATION and
@@ -110,6 +110,7 @@ class RuleTokenizer:
         harmful = [p for p in self.patterns if p not in self.harmless]
         self.harmful_singles = frozenset(p[0] for p in harmful if len(p) == 1)
         self.harmful_pairs = frozenset(p[:2] for p in harmful if len(p) > 1)
+        self.harmful_firsts = frozenset(p[0] for p in self.harmful_pairs)
         self.punct_chars = frozenset(rules["sentencizer_punct_chars"])
         self._cache: dict[str, tuple[str, ...]] = {}
 
@@ -269,7 +270,8 @@ class RuleTokenizer:
         # is also a match in the list without whitespace tokens: none that changes tokens
         # here -> the matcher pass is a no-op there (a blocked span changes nothing either)
         # every match that changes tokens starts with a harmful single token or pair
-        if self.harmful_singles.isdisjoint(toks) and self.harmful_pairs.isdisjoint(zip(toks, toks[1:])):
+        if self.harmful_singles.isdisjoint(toks) and (self.harmful_firsts.isdisjoint(toks) or
+                                                      self.harmful_pairs.isdisjoint(zip(toks, toks[1:]))):
             return False
         harmless = self.harmless
         return any(tuple(toks[a:b]) not in harmless for a, b in self._matcher_spans(toks))
@@ -293,23 +295,23 @@ class RuleTokenizer:
     def count_sentences(self, tokens: list[str]) -> int:
         """Sentences of spaCy's ``Sentencizer`` over ``tokens`` (whitespace tokens included):
         a sentence starts at the first token after a sentence-final mark that is neither such
-        a mark nor punctuation (every character of Unicode category P*)."""
+        a mark nor punctuation (every character of Unicode category P*). Only the tokens
+        after a sentence-final mark are looked at."""
         if not tokens:
             return 0
-        punct = self.punct_chars
-        if punct.isdisjoint(tokens):
-            return 1
-        n, seen, start = 1, False, 0
-        for i, t in enumerate(tokens):
-            is_end = t in punct
-            if seen and not is_end and not _is_punct(t):
-                if i != start:
-                    n += 1
-                start, seen = i, False
-            elif is_end:
-                seen = True
+        ends = list(map(self.punct_chars.__contains__, tokens))
+        n, resume, size = 1, 0, len(tokens)
+        for pos in compress(range(size), ends):
+            if pos < resume:
+                continue
+            j = pos + 1
+            while j < size and (ends[j] or _is_punct(tokens[j])):
+                j += 1
+            if j >= size:
+                break
+            n += 1
+            resume = j
         return n
-
 
 @lru_cache(maxsize=65536)
 def _is_punct(token: str) -> bool:
