@@ -57,6 +57,8 @@ class EvaluateJob(SparkJob):
         loso.add_argument("--features-cache", default=None, help="feature cache (default: OUTPUT/features.parquet)")
         loso.add_argument("--reuse-cache", action="store_true", help="reuse --features-cache if it exists")
         loso.add_argument("--keep-models", action="store_true", help="keep each fold's model under OUTPUT/models")
+        loso.add_argument("--reference-model", default=None,
+                          help="also run this fixed model (e.g. default: the shipped one) on every page")
         loso.add_argument("--epochs", type=int, default=2, help="epochs per fold (as jobs/train.py --epochs)")
         loso.add_argument("--max-minutes", type=float, default=None, help="training-time budget per fold")
         loso.add_argument("--max-pages-per-source", type=int, default=300,
@@ -111,7 +113,8 @@ class EvaluateJob(SparkJob):
         result = run_loso(args.input, args.output, train_config=train_config,
                           min_fold_pages=args.min_fold_pages, workers=args.workers, fallback=args.fallback,
                           features_cache=args.features_cache, reuse_cache=args.reuse_cache, sources=sources,
-                          limit_per_source=args.limit_per_source, keep_models=args.keep_models)
+                          limit_per_source=args.limit_per_source, keep_models=args.keep_models,
+                          reference_model=args.reference_model)
         s = result["summary"]
         print(f"protocol=loso input={args.input} pages={s['pages']} (of {s['input_pages']}, "
               f"{s['duplicates_dropped']} near-duplicates dropped) folds={len(s['folds'])} "

@@ -38,6 +38,10 @@ class TrainJob(SparkJob):
         parser.add_argument("--features-cache", default="/tmp/pulpie_train_features.parquet",
                             help="Parquet cache of block features + labels (reused with --reuse-cache)")
         parser.add_argument("--reuse-cache", action="store_true", help="skip segmentation if the cache exists")
+        parser.add_argument("--dedupe", action="store_true",
+                            help="build the cache locally (no Spark, --workers processes) from the pages of "
+                                 "--input with near-duplicates counted once, as jobs/evaluate.py --protocol loso")
+        parser.add_argument("--workers", type=int, default=2, help="processes for the --dedupe cache build")
         parser.add_argument("--teacher", default=None, help="distil from this classifier (load_classifier name)")
         parser.add_argument("--min-recall", type=float, default=0.7, help="label confidence filter (gold recall)")
         parser.add_argument("--sources", default=None, help="comma-separated sources to keep")
@@ -66,7 +70,18 @@ class TrainJob(SparkJob):
 
         if not args.input or not args.output:
             raise SystemExit("--input and --output are required")
-        if not (args.reuse_cache and Path(args.features_cache).exists()):
+        if args.dedupe and not (args.reuse_cache and Path(args.features_cache).exists()):
+            from pulpie_spark.evaluate.loso import build_feature_cache as build_local_cache
+            from pulpie_spark.evaluate.loso import dedupe_pages, load_sources
+
+            if args.teacher:
+                raise SystemExit("--dedupe builds the cache without a teacher; drop --teacher or --dedupe")
+            sources = [x.strip() for x in args.sources.split(",")] if args.sources else None
+            pages, dropped = dedupe_pages(load_sources(args.input, sources=sources, limit_per_source=args.limit))
+            print(f"{len(pages)} pages, {len(dropped)} near-duplicates dropped")
+            build_local_cache(pages, args.features_cache, workers=args.workers, n_buckets=args.buckets,
+                              min_recall=args.min_recall)
+        elif not (args.reuse_cache and Path(args.features_cache).exists()):
             from pulpie_spark.classify.blockmodel.spark_training_data import build_feature_cache
 
             sources = [x.strip() for x in args.sources.split(",")] if args.sources else None

@@ -46,7 +46,7 @@ def test_loso_holds_each_source_out_and_tables_every_source(tmp_path, fake_sourc
     rc = _evaluate_job().main([
         "--protocol", "loso", "--input", str(folder), "--output", str(out), "--min-fold-pages", "2",
         "--epochs", "1", "--batch-pages", "2", "--hidden", "16", "--embed-dim", "8", "--buckets", "2048",
-        "--fallback", "none"])
+        "--fallback", "none", "--reference-model", "default"])
     assert rc == 0
     printed = capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
@@ -78,9 +78,14 @@ def test_loso_holds_each_source_out_and_tables_every_source(tmp_path, fake_sourc
                        ("fold", {"alpha", "beta", "small-sources"})):
         part = scores[scores["by"] == by]
         assert set(part["group"]) == groups
-        assert (part.groupby("group")["extractor"].apply(set) == {"model", "trafilatura", "resiliparse"}).all()
+        assert (part.groupby("group")["extractor"].apply(set) == {"model", "trafilatura", "resiliparse", "reference"}).all()
     assert {"shingle_f1", "shingle_cjk_f1", "rouge5_f1", "pages_per_s_core"} <= set(scores.columns)
+    # the fixed (shipped) model ran on every page too, next to the fold models
+    assert pages["reference_text"].notna().all()
+    assert set(scores[(scores["by"] == "fold") & (scores["extractor"] == "reference")]["group"]) == {
+        "alpha", "beta", "small-sources"}
     markdown = (out / "loso.md").read_text()
+    assert "fixed model default" in markdown
     for group in ("alpha", "beta", "small-sources", "gamma", "tiny"):
         assert f"| {group} |" in markdown and f"| {group} |" in printed
 

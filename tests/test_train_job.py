@@ -62,3 +62,23 @@ def test_train_job_through_torch_distributor_local_mode(spark, tmp_path, data_di
     report = json.loads((tmp_path / "model" / "training_report.json").read_text())
     assert report["world_size"] == 1 and report["best_epoch"] == 1
     assert (tmp_path / "model" / "model.safetensors").is_file()
+
+
+def test_train_job_dedupe_builds_the_cache_locally_without_near_duplicates(spark, tmp_path, data_dir, capsys):
+    pages = pd.read_parquet(data_dir / "model_pages.parquet")
+    copy = pages.iloc[[0]].copy()
+    copy["source"], copy["page_id"] = "another_set", "copy"
+    table = tmp_path / "pages.parquet"
+    pd.concat([pages, copy], ignore_index=True).to_parquet(table, index=False)
+    job = _train_job()
+    args = job.build_parser().parse_args([
+        "--input", str(table), "--output", str(tmp_path / "model"), "--dedupe", "--workers", "1",
+        "--features-cache", str(tmp_path / "cache.parquet"), "--epochs", "1", "--batch-pages", "2",
+        "--hidden", "16", "--embed-dim", "8", "--buckets", "2048", "--max-pages-per-source", "2"])
+    assert job.run(spark, args) == 0
+    assert "6 pages, 1 near-duplicates dropped" in capsys.readouterr().out
+    cache = pd.read_parquet(tmp_path / "cache.parquet")
+    assert len(cache) == 6 and "copy" not in set(cache["page_id"])
+    report = json.loads((tmp_path / "model" / "training_report.json").read_text())
+    assert report["config"]["max_pages_per_source"] == 2
+    assert report["train_pages"] <= 2 * cache[cache["split"] != "dev"]["source"].nunique()

@@ -180,22 +180,37 @@ def run_extractors(table: pd.DataFrame, model: str | None = "default", output: s
 
 # ----------------------------------------------------------------------------- scoring
 
+def add_page_metrics(results: pd.DataFrame, extractors: Sequence[str] = ("model", TRAFILATURA)) -> pd.DataFrame:
+    """Per-page metric columns (``<name>_rouge5``, ``<name>_shingle``, ``<name>_shingle_cjk``: TP/FP/FN),
+    computed once so that scoring many groupings of the same pages only aggregates."""
+    results = results.copy()
+    refs = results["reference"].fillna("").tolist()
+    for name in extractors:
+        if f"{name}_text" not in results.columns:
+            continue
+        texts = results[f"{name}_text"].fillna("").tolist()
+        results[f"{name}_rouge5"] = [rouge_n_f1(t, r, 5) for t, r in zip(texts, refs)]
+        results[f"{name}_shingle"] = [shingle_tp_fp_fn(t, r) for t, r in zip(texts, refs)]
+        results[f"{name}_shingle_cjk"] = [shingle_tp_fp_fn(t, r, cjk_chars=True) for t, r in zip(texts, refs)]
+    return results
+
+
 def score(results: pd.DataFrame, extractors: Sequence[str] = ("model", TRAFILATURA),
           group_column: str = "group", overall: bool = True) -> pd.DataFrame:
     """Per group (and overall): pages, ROUGE-5 F1, shingle P/R/F1, shingle F1 with CJK
     characters as tokens, empty pages, pages/s per core."""
+    extractors = [n for n in extractors if f"{n}_text" in results.columns]
+    if any(f"{n}_rouge5" not in results.columns for n in extractors):
+        results = add_page_metrics(results, extractors)
     rows = []
     groups = ([("overall", results)] if overall else []) + [
         (g, results[results[group_column] == g]) for g in sorted(results[group_column].dropna().unique())]
     for name in extractors:
-        if f"{name}_text" not in results.columns:
-            continue
         for group, part in groups:
             texts = part[f"{name}_text"].fillna("").tolist()
-            refs = part["reference"].fillna("").tolist()
-            rouge = [rouge_n_f1(t, r, 5) for t, r in zip(texts, refs)]
-            shingle = shingle_scores(shingle_tp_fp_fn(t, r) for t, r in zip(texts, refs))
-            cjk = shingle_scores(shingle_tp_fp_fn(t, r, cjk_chars=True) for t, r in zip(texts, refs))
+            rouge = part[f"{name}_rouge5"].tolist()
+            shingle = shingle_scores(part[f"{name}_shingle"].tolist())
+            cjk = shingle_scores(part[f"{name}_shingle_cjk"].tolist())
             seconds = float(part[f"{name}_cpu_seconds"].sum())
             rows.append({"extractor": name, "group": group, "pages": len(part),
                          "rouge5_f1": sum(rouge) / len(rouge) if rouge else 0.0,

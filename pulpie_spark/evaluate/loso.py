@@ -43,12 +43,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from pulpie_spark.evaluate.harness import BASELINES, RESILIPARSE, TRAFILATURA, score
+from pulpie_spark.evaluate.harness import BASELINES, RESILIPARSE, TRAFILATURA, add_page_metrics, score
 
 log = logging.getLogger("pulpie_spark.evaluate.loso")
 
 MODEL = "model"
 EXTRACTORS = (MODEL, TRAFILATURA, RESILIPARSE)
+REFERENCE = "reference"   # --reference-model: a fixed model (the shipped one) on every page, no folds
 SMALL_FOLD = "small-sources"
 # Small sources held out together with the set they derive from (same annotators or fork):
 # otherwise the "unseen" fold would be trained on its sibling's copies and conventions.
@@ -199,11 +200,25 @@ def _time_call(fn, html) -> tuple[str, float, str | None]:
     return text, time.process_time() - cpu, error
 
 
-def _baselines_chunk(pages: list[tuple[int, object]]) -> list[dict]:
+_REFERENCE: dict = {}
+
+
+def _baselines_chunk(payload) -> list[dict]:
+    pages, reference_model, fallback = payload
+    runners = dict(BASELINES)
+    if reference_model:
+        if _REFERENCE.get("name") != reference_model:
+            import torch
+
+            torch.set_num_threads(1)
+            from pulpie_spark.evaluate.harness import ModelRunner
+
+            _REFERENCE.update(name=reference_model, runner=ModelRunner(reference_model, fallback=fallback))
+        runners[REFERENCE] = _REFERENCE["runner"]
     rows = []
     for idx, html in pages:
         row = {"idx": idx}
-        for name, fn in BASELINES.items():
+        for name, fn in runners.items():
             row[f"{name}_text"], row[f"{name}_cpu_seconds"], row[f"{name}_error"] = _time_call(fn, html)
         rows.append(row)
     return rows
@@ -254,7 +269,7 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
              min_fold_pages: int = 100, workers: int = 1, fallback: str = "trafilatura",
              features_cache: str | os.PathLike | None = None, reuse_cache: bool = False,
              sources: Sequence[str] | None = None, limit_per_source: int | None = None,
-             keep_models: bool = False, min_recall: float = 0.7) -> dict:
+             keep_models: bool = False, min_recall: float = 0.7, reference_model: str | None = None) -> dict:
     """Run the protocol; write pages.parquet, scores.csv, folds.json, loso.md under ``output``.
 
     ``train_config``: TrainConfig fields plus ``model`` (BlockModelConfig fields).
@@ -296,7 +311,8 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
                                "model_dir": str(models_dir / fold), "fallback": fallback,
                                "pages": [(int(i), table.at[i, "html"]) for i in idx]}))
     for s in range(0, len(table), 50):
-        tasks.append(("baselines", [(int(i), table.at[i, "html"]) for i in table.index[s:s + 50]]))
+        tasks.append(("baselines", ([(int(i), table.at[i, "html"]) for i in table.index[s:s + 50]],
+                                    reference_model, fallback)))
     if workers <= 1:
         results = [_dispatch(t) for t in tasks]
     else:
@@ -317,14 +333,18 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     pages = pages.rename(columns={"gold_text": "reference"})
     pages["non_english"] = np.where(pages["lang"].isin(["en", "unknown"]), None, "non-English (known lang)")
 
-    scores = score_loso(pages)
+    extractors = EXTRACTORS + ((REFERENCE,) if reference_model else ())
+    pages = add_page_metrics(pages, extractors)
+    scores = score_loso(pages, extractors)
     summary = summarize(scores, pages, min_fold_pages)
+    summary["reference_model"] = reference_model
     summary.update({"input_pages": n_input, "duplicates_dropped": len(dropped), "pages": len(pages),
                     "folds": {f: sorted(s for s, v in fold_of.items() if v == f) for f in folds},
                     "train_config": train_config, "fallback": fallback, "workers": workers,
                     "wall_seconds": round(time.perf_counter() - started, 1)})
     markdown = format_markdown(scores, summary)
-    pages.to_parquet(out / "pages.parquet", index=False)
+    pages.drop(columns=[c for c in pages.columns if c.endswith(("_shingle", "_shingle_cjk"))]).to_parquet(
+        out / "pages.parquet", index=False)
     dropped.to_csv(out / "duplicates.csv", index=False)
     scores.to_csv(out / "scores.csv", index=False)
     (out / "folds.json").write_text(json.dumps(fold_info, indent=1) + "\n")
@@ -333,14 +353,14 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     return {"pages": pages, "scores": scores, "folds": fold_info, "summary": summary, "markdown": markdown}
 
 
-def score_loso(pages: pd.DataFrame) -> pd.DataFrame:
+def score_loso(pages: pd.DataFrame, extractors: Sequence[str] = EXTRACTORS) -> pd.DataFrame:
     """Scores of every extractor, by fold, source, language, page type and pooled non-English."""
     parts = []
     for kind, column in (("fold", "fold"), ("source", "source"), ("lang", "lang"),
                          ("page_type", "page_type"), ("pooled", "non_english")):
         if column not in pages.columns or pages[column].dropna().empty:
             continue
-        s = score(pages, EXTRACTORS, group_column=column, overall=(kind == "fold"))
+        s = score(pages, extractors, group_column=column, overall=(kind == "fold"))
         s.insert(0, "by", np.where(s["group"] == "overall", "overall", kind))
         parts.append(s)
     return pd.concat(parts, ignore_index=True)
@@ -350,7 +370,7 @@ def summarize(scores: pd.DataFrame, pages: pd.DataFrame, min_fold_pages: int) ->
     """Headline numbers: mean over folds, pooled non-English, wins per fold, speed ratios."""
     folds = scores[scores["by"] == "fold"]
     out: dict = {}
-    for name in EXTRACTORS:
+    for name in dict.fromkeys(folds["extractor"]):
         part = folds[folds["extractor"] == name]
         out[f"{name}_mean_fold_shingle_f1"] = float(part["shingle_f1"].mean())
         out[f"{name}_mean_fold_rouge5_f1"] = float(part["rouge5_f1"].mean())
@@ -400,6 +420,19 @@ def format_markdown(scores: pd.DataFrame, summary: dict) -> str:
             lines.append(_fmt_row(g, part[part["group"] == g]))
         if by == "fold":
             lines.append(_fmt_row("**all pages**", scores[scores["by"] == "overall"]))
+    if REFERENCE in set(scores["extractor"]):
+        lines += ["", f"**fold models vs the fixed model {summary.get('reference_model')}** (on folds it "
+                  "trained on, its score is not an unseen-source score)", "",
+                  "| held-out fold | pages | fold model R5 / sh-F1 / sh-F1 CJK | fixed model R5 / sh-F1 / sh-F1 CJK |",
+                  "|---|---|---|---|"]
+        for by in ("fold", "pooled"):
+            part = scores[scores["by"] == by]
+            for g in dict.fromkeys(part["group"]):
+                p = part[part["group"] == g].set_index("extractor")
+                cells = [g, str(int(p["pages"].iloc[0]))] + [
+                    f"{p.loc[n, 'rouge5_f1']:.3f} / {p.loc[n, 'shingle_f1']:.3f} / {p.loc[n, 'shingle_cjk_f1']:.3f}"
+                    for n in (MODEL, REFERENCE)]
+                lines.append("| " + " | ".join(cells) + " |")
     s = summary
     lines += ["", f"mean over folds, shingle F1: ours {s[f'{MODEL}_mean_fold_shingle_f1']:.3f}, trafilatura "
               f"{s[f'{TRAFILATURA}_mean_fold_shingle_f1']:.3f}, resiliparse {s[f'{RESILIPARSE}_mean_fold_shingle_f1']:.3f}; "
