@@ -63,6 +63,8 @@ class EvaluateJob(SparkJob):
         loso.add_argument("--max-minutes", type=float, default=None, help="training-time budget per fold")
         loso.add_argument("--max-pages-per-source", type=int, default=300,
                           help="train pages per source per fold (as jobs/train.py --max-pages-per-source)")
+        loso.add_argument("--main-weight", type=float, default=None,
+                          help="class weight of main blocks (default: n_other / n_main clipped to [1, 5])")
         loso.add_argument("--batch-pages", type=int, default=16)
         loso.add_argument("--lr", type=float, default=2e-3)
         loso.add_argument("--patience", type=int, default=4)
@@ -108,6 +110,7 @@ class EvaluateJob(SparkJob):
         train_config = {"epochs": args.epochs, "batch_pages": args.batch_pages, "lr": args.lr,
                         "patience": args.patience, "seed": args.seed, "threads": args.threads,
                         "max_minutes": args.max_minutes, "max_pages_per_source": args.max_pages_per_source,
+                        "main_weight": args.main_weight,
                         "model": {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets}}
         sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
         result = run_loso(args.input, args.output, train_config=train_config,

@@ -47,6 +47,8 @@ class TrainJob(SparkJob):
         parser.add_argument("--sources", default=None, help="comma-separated sources to keep")
         parser.add_argument("--limit", type=int, default=None, help="first N pages per input (smoke runs)")
         parser.add_argument("--epochs", type=int, default=20)
+        parser.add_argument("--main-weight", type=float, default=None,
+                          help="class weight of main blocks (default: n_other / n_main clipped to [1, 5])")
         parser.add_argument("--batch-pages", type=int, default=16)
         parser.add_argument("--lr", type=float, default=2e-3)
         parser.add_argument("--patience", type=int, default=4)
@@ -98,6 +100,7 @@ class TrainJob(SparkJob):
         cfg = TrainConfig(epochs=args.epochs, batch_pages=args.batch_pages, lr=args.lr,
                           patience=args.patience, seed=args.seed, threads=args.threads,
                           max_minutes=args.max_minutes, max_pages_per_source=args.max_pages_per_source,
+                          main_weight=args.main_weight,
                           device="cuda" if args.use_gpu else "cpu")
         cfg_dict = {k: v for k, v in cfg.__dict__.items() if k != "model"}
         cfg_dict["model"] = {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets}

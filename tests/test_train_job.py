@@ -74,11 +74,13 @@ def test_train_job_dedupe_builds_the_cache_locally_without_near_duplicates(spark
     args = job.build_parser().parse_args([
         "--input", str(table), "--output", str(tmp_path / "model"), "--dedupe", "--workers", "1",
         "--features-cache", str(tmp_path / "cache.parquet"), "--epochs", "1", "--batch-pages", "2",
-        "--hidden", "16", "--embed-dim", "8", "--buckets", "2048", "--max-pages-per-source", "2"])
+        "--hidden", "16", "--embed-dim", "8", "--buckets", "2048", "--max-pages-per-source", "2",
+        "--main-weight", "1.0"])
     assert job.run(spark, args) == 0
     assert "6 pages, 1 near-duplicates dropped" in capsys.readouterr().out
     cache = pd.read_parquet(tmp_path / "cache.parquet")
     assert len(cache) == 6 and "copy" not in set(cache["page_id"])
     report = json.loads((tmp_path / "model" / "training_report.json").read_text())
     assert report["config"]["max_pages_per_source"] == 2
+    assert report["main_weight"] == 1.0 and report["config"]["main_weight"] == 1.0
     assert report["train_pages"] <= 2 * cache[cache["split"] != "dev"]["source"].nunique()
