@@ -277,9 +277,11 @@ def _spark_path(path: str) -> str:
 
 # Arrow batches to and from Python: few rows, and bounded in bytes (page sizes vary by
 # orders of magnitude). Set for the job's actions when the user has not set them.
+# 16 MiB (was 32): a Python worker holds a batch's pages, trees and block features at
+# once (docs/BENCHMARKS.md, "Bounded memory").
 ARROW_BATCH_SETTINGS = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "256",
-    "spark.sql.execution.arrow.maxBytesPerBatch": str(32 << 20),
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(16 << 20),
 }
 
 
