@@ -129,7 +129,8 @@ def grid(args) -> list[dict]:
     results = []
     work = Path(tempfile.mkdtemp(dir=args.workdir))
     try:
-        for page_mb, rows, row_group_mb in GRID[: args.limit]:
+        points = [g for g in GRID if not args.page_mb or g[0] in args.page_mb][: args.limit]
+        for page_mb, rows, row_group_mb in points:
             src = work / "in.parquet"
             write_grid_input(src, page_mb, rows, row_group_mb)
             # Pages over the 10 MiB guard are rejected unparsed; raise it to measure parsing them.
@@ -180,6 +181,7 @@ def main() -> None:
     g = sub.add_parser("grid")
     g.add_argument("--heap", default="1g")
     g.add_argument("--limit", type=int, default=5, help="first N grid points")
+    g.add_argument("--page-mb", type=float, nargs="*", help="only the grid points with these page sizes")
     c = sub.add_parser("compare")
     c.add_argument("--input", required=True)
     c.add_argument("--baseline-commit", default="f9abe59")
