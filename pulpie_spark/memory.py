@@ -42,9 +42,10 @@ SPARK_CACHE_BATCH_ROWS = 10000  # Spark's default
 FOOTER_SAMPLE = 64  # footers read at most (the largest files first)
 # JVM heap per byte of the largest page, on top of HEAP_BASE_BYTES, at `local[2]` (two tasks
 # share the heap). Bounded by `benchmarks/memory.py grid --heap 1g` (docs/BENCHMARKS.md): at
-# 1g, block-dense pages of 1 MiB complete and pages of 10 MiB die with OutOfMemoryError, so
-# (1g - base) / 10 MiB < per-byte <= (1g - base) / 1 MiB, i.e. 62.4 < per-byte <= 624 with
-# a 400 MiB base; 64 is the least refusing value inside those bounds (1g: pages to 9.75 MiB).
+# 1g, block-dense pages of 1 MiB complete and pages of 10 MiB die with OutOfMemoryError; at
+# 2g the 10 MiB pages complete: (1g - base) / 10 MiB < per-byte <= (2g - base) / 10 MiB, i.e.
+# 62.4 < per-byte <= 164.8 with a 400 MiB base (the base is not measured); 64 is the least
+# refusing value inside those bounds (1g: pages to 9.75 MiB, 2g: 25.75 MiB).
 HEAP_BASE_BYTES = 400 * MiB
 HEAP_PER_PAGE_BYTE = 64
 
@@ -61,6 +62,7 @@ class Footprint:
     max_group_bytes: int  # the largest row group
     max_row_bytes: int    # bytes per row of the densest row group (its mean)
     min_largest_page: int  # a lower bound of the largest row (the densest row group's mean)
+    row_groups: int = 0   # row groups read (Spark reads each in one task)
 
 
 def _size_to_bytes(text: str | None, default: int) -> int:
@@ -128,7 +130,7 @@ def table_footprint(df, sample: int = FOOTER_SAMPLE) -> Footprint | None:
         return None
     if not files:
         return None
-    rows = total = max_group = max_row = 0
+    rows = total = max_group = max_row = groups = 0
     read = 0
     for path in sorted(files)[:sample]:
         try:
@@ -141,12 +143,13 @@ def table_footprint(df, sample: int = FOOTER_SAMPLE) -> Footprint | None:
             group = meta.row_group(i)
             size = sum(group.column(c).total_uncompressed_size for c in range(group.num_columns))
             rows += group.num_rows
+            groups += 1
             total += size
             max_group = max(max_group, size)
             if group.num_rows:
                 max_row = max(max_row, size // group.num_rows)
     return Footprint(files=read, rows=rows, bytes=total, max_group_bytes=max_group,
-                     max_row_bytes=max_row, min_largest_page=max_row)
+                     max_row_bytes=max_row, min_largest_page=max_row, row_groups=groups)
 
 
 def reader_batch_rows(footprint: Footprint | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> int:
@@ -210,23 +213,30 @@ def apply_session_conf(spark, settings: dict[str, str]) -> list[str]:
     return applied
 
 
-def spread(df, footprint: Footprint | None, key_cols: list[str]):
+def spread(df, footprint: Footprint | None, key_cols: list[str], *, by_row_groups: bool = False):
     """Hash-partition ``df`` on ``key_cols`` when a partition would hold more than
     ``spark.pulpie.read.partitionBytes`` or there are fewer partitions than task slots.
 
     Spark reads one Parquet row group in one task; the shuffle after the read (which
-    spills to disk) gives the per-page stages partitions that fit and every core work."""
+    spills to disk) gives the per-page stages partitions that fit and every core work.
+
+    With ``by_row_groups`` (the curate job) a table of fewer row groups than task slots
+    is spread too: Spark splits a file into as many partitions as slots, but the rows of
+    one row group land in one of them, so one core would run every per-row stage."""
     from pyspark.sql import functions as F
 
     spark = df.sparkSession
     slots = task_slots(spark)
     current = df.rdd.getNumPartitions()
+    holding = current  # partitions that hold rows
+    if by_row_groups and footprint is not None and footprint.files == len(df.inputFiles()) and footprint.row_groups:
+        holding = min(current, footprint.row_groups)
     target = current
     if footprint is not None and footprint.bytes:
         per_partition = conf_bytes(spark, PARTITION_BYTES_CONF, DEFAULT_PARTITION_BYTES)
         target = max(target, math.ceil(footprint.bytes / per_partition))
     target = max(target, slots)
-    if target <= current:
+    if target <= current and holding >= slots:
         return df
     log.info("spreading %d input partitions over %d (%s)", current, target,
              f"{footprint.bytes / MiB:.0f} MiB" if footprint else "few partitions")
