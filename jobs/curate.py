@@ -76,7 +76,10 @@ class CurateJob(SparkJob):
         footprint = memory.table_footprint(df)
         memory.check_fits(spark, footprint, args.input)
         memory.apply_session_conf(spark, memory.bounded_read_settings(spark, footprint, cache=True))
-        df = memory.spread(df, footprint, ["doc_id"] if "doc_id" in df.columns else df.columns[:1])
+        # by_row_groups: a table of fewer row groups than cores is spread too, so the
+        # per-row language + quality UDF runs on every core, not on the one reading the group.
+        df = memory.spread(df, footprint, ["doc_id"] if "doc_id" in df.columns else df.columns[:1],
+                           by_row_groups=True)
         result = curate(df, cfg, text_col=args.text_col)
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
         # hash partitioning + sort by doc_id: same input and config give the same files

@@ -65,7 +65,8 @@ def collect_report(annotated, stats: Mapping, signal_sample_rows: int = SIGNAL_S
             values = values[np.isfinite(values)]
             if len(values):
                 q = np.quantile(values, [0.01, 0.1, 0.5, 0.9, 0.99])
-                signals[name] = {"n": int(len(values)), "mean": float(values.mean()),
+                # fsum: the exactly rounded mean, whatever the row order (the partitioning)
+                signals[name] = {"n": int(len(values)), "mean": math.fsum(values) / len(values),
                                  "p01": float(q[0]), "p10": float(q[1]), "p50": float(q[2]),
                                  "p90": float(q[3]), "p99": float(q[4]),
                                  "_values": values}
