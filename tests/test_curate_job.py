@@ -136,7 +136,9 @@ def test_curate_removes_a_row_over_the_deadline_with_reason_timeout(spark):
     from pulpie_spark.curate.pipeline import curate
 
     rng = random.Random(5)
-    slow = _long_prose(300_000)
+    # Far over the limit however fast the gates get (300,000 words once took seconds; the
+    # faster per-language gates took it under 1 s on a quiet machine).
+    slow = _long_prose(1_500_000)
     rows = [("slow", slow, None), ("fine", _prose(rng), None), ("short", "Too short to keep.", None),
             ("err", slow, "html_too_large")]
     df = spark.createDataFrame(rows, "doc_id string, text string, error string").coalesce(1)
