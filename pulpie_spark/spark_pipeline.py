@@ -335,8 +335,8 @@ def run_extract(df, output: str, *, fmt: str = "parquet", rejects: str | None = 
                 "mean_n_blocks": (sum(g["blocks"] or 0 for g in ok) / n_ok) if n_ok else None,
                 "mean_n_main": (sum(g["main"] or 0 for g in ok) / n_ok) if n_ok else None,
             }
-            reasons = {g["reason"]: g["n"] for g in sorted(groups, key=lambda g: str(g["reason"]))
-                       if g["reason"] is not None}
+            reject_reasons = {g["reason"]: g["n"] for g in sorted(groups, key=lambda g: str(g["reason"]))
+                              if g["reason"] is not None}
             out_df = output_frame(staged, input_cols, options).sortWithinPartitions("doc_id")
             rej_df = rejects_frame(staged, input_cols).sortWithinPartitions("doc_id")
             write_table(out_df, output, fmt, mode=mode)
@@ -344,7 +344,7 @@ def run_extract(df, output: str, *, fmt: str = "parquet", rejects: str | None = 
         finally:
             _delete_path(spark, staging)
     stats.update({
-        "output": output, "rejects_path": rejects, "format": fmt, "reject_reasons": reasons,
+        "output": output, "rejects_path": rejects, "format": fmt, "reject_reasons": reject_reasons,
         "seconds": round(time.time() - started, 2), "model": options.model,
     })
     stats["output_rows"] = stats["rows"] - stats["rejects"]
