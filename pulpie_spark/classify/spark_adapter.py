@@ -32,7 +32,7 @@ import numpy as np
 
 from pulpie_spark import reasons
 from pulpie_spark.classify.registry import DEFAULT_MODEL, resolve_model_name
-from pulpie_spark.page import MAX_PADDED_BLOCKS, classify_error, classify_pages, labels_from_probs
+from pulpie_spark.page import MAX_PADDED_BLOCKS, classify_error, classify_pages, is_missing, labels_from_probs
 
 log = logging.getLogger(__name__)
 
@@ -303,9 +303,7 @@ def get_classifier(spec: ModelSpec):
 
 
 def _as_list(value) -> list:
-    if value is None:
-        return []
-    if isinstance(value, float) and math.isnan(value):
+    if is_missing(value):
         return []
     return [v if isinstance(v, str) else ("" if v is None else str(v)) for v in value]
 
