@@ -7,9 +7,12 @@ sampler reads the JVM's used heap with ``jstat -gc`` and the RSS of every Python
 
     # grid: pages of 0.15/1/10/50 MB and row groups of 1 MB and 100 MB, at a 1g heap
     python benchmarks/memory.py grid --heap 1g
-    # same input, bounded reads (this code) against the previous pipeline (cached frame,
-    # Spark's reader batch) at 4g, and this code at 1g
+    # same input: this code at 4g and 1g against a baseline commit's whole tree (its own
+    # driver and worker code, compiled in a git worktree) at 4g
+    python benchmarks/memory.py real-input --output /tmp/real.parquet   # 285 MB, one row group
     python benchmarks/memory.py compare --input /tmp/real.parquet --baseline-commit f9abe59
+    # one run of this code on any input (e.g. the adversarial corpus: python tests/adversarial.py /tmp/adv)
+    python benchmarks/memory.py one --input /tmp/adv/pages.parquet --heap 1g
 
 Inputs are generated under /tmp (``--workdir``) and deleted afterwards.
 """
@@ -60,11 +63,11 @@ def retained_heap(gc_log: Path) -> int | None:
     return max(after) if after else None
 
 
-def measure(cmd: list[str], env: dict | None = None, gc_log: Path | None = None) -> dict:
+def measure(cmd: list[str], env: dict | None = None, gc_log: Path | None = None, cwd: Path = ROOT) -> dict:
     """Run ``cmd``; peak JVM used heap, peak JVM RSS, peak RSS of one Python worker, wall time
     (and, with ``gc_log``, the peak heap after a collection)."""
     started = time.time()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peaks = {"jvm_heap": 0, "jvm_rss": 0, "worker_rss": 0}
     done = threading.Event()
 
@@ -100,6 +103,7 @@ def measure(cmd: list[str], env: dict | None = None, gc_log: Path | None = None)
 
 
 def extract_cmd(input_path: str, output: str, heap: str, extra: list[str] = ()) -> list[str]:
+    """The extract job of the tree the command runs in (its working directory)."""
     return [sys.executable, "jobs/extract.py", "--input", input_path, "--output", output, "--master", "local[2]",
             "--spark-conf", f"spark.driver.memory={heap}", "--show", "0", *extra]
 
@@ -147,22 +151,30 @@ def grid(args) -> list[dict]:
     return results
 
 
+def baseline_tree(commit: str, work: Path) -> Path:
+    """``commit`` checked out as a git worktree under ``work``, its hot modules compiled in
+    place: the baseline runs its own driver code and its own worker code. (Python workers
+    import the package from their working directory, the tree the job runs in.)"""
+    tree = work / f"baseline-{commit}"
+    subprocess.run(["git", "worktree", "add", "--detach", str(tree), commit], cwd=ROOT, check=True,
+                   capture_output=True)
+    subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-j", "2"], cwd=tree, check=True,
+                   capture_output=True)
+    return tree
+
+
 def compare(args) -> list[dict]:
-    """This code at 4g and 1g against the pipeline of ``--baseline-commit`` at 4g, same input."""
+    """This code at 4g and 1g against the tree of ``--baseline-commit`` at 4g, same input."""
     work = Path(tempfile.mkdtemp(dir=args.workdir))
     results = []
+    tree = None
     try:
-        # The baseline: today's package with the baseline commit's spark_pipeline.py.
-        base_pkg = work / "baseline"
-        shutil.copytree(ROOT / "pulpie_spark", base_pkg / "pulpie_spark")
-        old = subprocess.run(["git", "show", f"{args.baseline_commit}:pulpie_spark/spark_pipeline.py"],
-                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
-        (base_pkg / "pulpie_spark" / "spark_pipeline.py").write_text(old)
-        env_base = dict(os.environ, PYTHONPATH=str(base_pkg))
-        runs = [("baseline (cached frame, Spark's reader batch)", "4g", env_base),
-                ("bounded (this code)", "4g", None), ("bounded (this code)", "1g", None)]
-        for label, heap, env in runs:
-            result = measure(extract_cmd(args.input, str(work / "out"), heap), env)
+        tree = baseline_tree(args.baseline_commit, work)
+        env_base = dict(os.environ, PYTHONPATH=str(tree))
+        runs = [(f"baseline ({args.baseline_commit})", "4g", env_base, tree),
+                ("bounded (this code)", "4g", None, ROOT), ("bounded (this code)", "1g", None, ROOT)]
+        for label, heap, env, cwd in runs:
+            result = measure(extract_cmd(args.input, str(work / "out"), heap), env, cwd=cwd)
             rows = int(result["summary"].split()[1]) if result["summary"] else 0
             result.update(run=label, heap=heap, pages_per_s=round(rows / result["seconds"], 2) if rows else None)
             print(json.dumps({k: v for k, v in result.items() if k != "tail"}), flush=True)
@@ -171,8 +183,45 @@ def compare(args) -> list[dict]:
         if base and new:
             print(f"pages/s at 4g: bounded {new} / baseline {base} = {new / base:.3f}")
     finally:
+        if tree is not None:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
     return results
+
+
+def one(args) -> None:
+    """This code once on ``--input`` (a table or a WARC folder) at ``--heap``."""
+    work = Path(tempfile.mkdtemp(dir=args.workdir))
+    try:
+        result = measure(extract_cmd(args.input, str(work / "out"), args.heap))
+        result.update(input=args.input, heap=args.heap)
+        print(json.dumps(result), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def real_input(args) -> None:
+    """Real pages (every labelled set of ../shared/data/extraction, shuffled with ``--seed``)
+    up to ``--mb`` MB of HTML, url + html, one row group: what pyarrow writes by default."""
+    import glob
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = []
+    for path in sorted(glob.glob(str(ROOT.parent / "shared" / "data" / "extraction" / "*.parquet"))):
+        rows += [r for r in pq.read_table(path, columns=["url", "html"]).to_pylist() if r["html"]]
+    random.Random(args.seed).shuffle(rows)
+    budget, kept = int(args.mb * 1e6), []
+    for r in rows:
+        if budget - len(r["html"]) < 0:
+            break
+        budget -= len(r["html"])
+        kept.append(r)
+    table = pa.Table.from_pylist(kept)
+    pq.write_table(table, args.output, row_group_size=len(kept))
+    print(f"{len(kept)} pages, {sum(len(r['html']) for r in kept) / 1e6:.1f} MB of HTML, one row group -> {args.output}")
 
 
 def main() -> None:
@@ -185,10 +234,17 @@ def main() -> None:
     c = sub.add_parser("compare")
     c.add_argument("--input", required=True)
     c.add_argument("--baseline-commit", default="f9abe59")
-    for p in (g, c):
+    o = sub.add_parser("one")
+    o.add_argument("--input", required=True)
+    o.add_argument("--heap", default="1g")
+    for p in (g, c, o):
         p.add_argument("--workdir", default="/tmp")
+    r = sub.add_parser("real-input")
+    r.add_argument("--output", required=True)
+    r.add_argument("--mb", type=float, default=285)
+    r.add_argument("--seed", type=int, default=16)
     args = parser.parse_args()
-    (grid if args.mode == "grid" else compare)(args)
+    {"grid": grid, "compare": compare, "one": one, "real-input": real_input}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,14 @@ Parquet row group is read by one task whatever its size. Pages are 10 KB to 50 M
   than task slots, so one huge row group is processed by every core.
 * :func:`check_fits` refuses, before any work, a table holding a page that the heap
   cannot hold (``InputTooLarge`` names the setting to raise).
+
+And for the Python workers, which live for the whole job and see every batch:
+
+* :func:`arrow_batch_rows` bounds the rows of an Arrow batch to Python by bytes
+  (Spark 4.3 applies ``spark.sql.execution.arrow.maxBytesPerBatch`` to neither
+  ``pandas_udf`` nor ``mapInPandas`` batches: measured, 256-row batches of 30-44 MB of
+  HTML under a 16 MiB setting), so rows per batch is the bound that holds.
+* :func:`release_freed_memory` hands what a batch freed back to the OS.
 """
 
 from __future__ import annotations
@@ -36,18 +44,23 @@ BATCH_BYTES_CONF = "spark.pulpie.read.batchBytes"
 PARTITION_BYTES_CONF = "spark.pulpie.read.partitionBytes"
 DEFAULT_BATCH_BYTES = 16 * MiB
 DEFAULT_PARTITION_BYTES = 64 * MiB
+ARROW_BATCH_BYTES_CONF = "spark.pulpie.arrow.batchBytes"
+DEFAULT_ARROW_BATCH_BYTES = 8 * MiB
+ARROW_BATCH_MOST_ROWS = 256
+ARROW_RECORDS_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 SPARK_READER_BATCH_ROWS = 4096  # Spark's default
 CACHE_BATCH_CONF = "spark.sql.inMemoryColumnarStorage.batchSize"
 SPARK_CACHE_BATCH_ROWS = 10000  # Spark's default
 FOOTER_SAMPLE = 64  # footers read at most (the largest files first)
 # JVM heap per byte of the largest page, on top of HEAP_BASE_BYTES, at `local[2]` (two tasks
-# share the heap). Bounded by `benchmarks/memory.py grid --heap 1g` (docs/BENCHMARKS.md): at
-# 1g, block-dense pages of 1 MiB complete and pages of 10 MiB die with OutOfMemoryError; at
-# 2g the 10 MiB pages complete: (1g - base) / 10 MiB < per-byte <= (2g - base) / 10 MiB, i.e.
-# 62.4 < per-byte <= 164.8 with a 400 MiB base (the base is not measured); 64 is the least
-# refusing value inside those bounds (1g: pages to 9.75 MiB, 2g: 25.75 MiB).
+# share the heap). Bounded by `benchmarks/memory.py grid` on block-dense synthetic pages
+# (docs/BENCHMARKS.md): at 1g, 7.5 MiB pages complete (one heap allocation failed and was
+# recovered by spilling: the edge) and 9.7 MiB pages die with OutOfMemoryError; at 2g,
+# 10 MiB pages complete. With a 400 MiB base (not measured) 64.3 < per-byte <= 83.2 at the
+# edge; 96 keeps a 1g heap ~15 % under it (1g: pages to 6.5 MiB, 2g: 17.2 MiB, 4g: 38.5 MiB).
+# The extract job rejects larger pages as html_too_large (spark_pipeline.html_byte_limit).
 HEAP_BASE_BYTES = 400 * MiB
-HEAP_PER_PAGE_BYTE = 64
+HEAP_PER_PAGE_BYTE = 96
 
 
 class InputTooLarge(ValueError):
@@ -82,17 +95,27 @@ def conf_bytes(spark, key: str, default: int) -> int:
 
 
 def _is_set(spark, key: str) -> bool:
+    """Whether the user chose ``key``: set, and not to the value our own session builder
+    gives every local session (session.LOCAL_DEFAULTS), which a job may refine."""
+    from pulpie_spark.session import LOCAL_DEFAULTS
+
     try:
-        return spark.conf.get(key, None) is not None
+        value = spark.conf.get(key, None)
     except Exception:
         return False
+    return value is not None and value != LOCAL_DEFAULTS.get(key)
+
+
+def heap_setting(spark) -> str:
+    """The setting that sizes the heap of the JVM that runs tasks: the driver's in local
+    mode, else an executor's."""
+    master = spark.sparkContext.master or ""
+    return "spark.driver.memory" if master.startswith("local") else "spark.executor.memory"
 
 
 def heap_bytes(spark) -> int:
-    """The heap of the JVM that runs tasks: the driver's in local mode, else an executor's."""
-    master = spark.sparkContext.master or ""
-    key = "spark.driver.memory" if master.startswith("local") else "spark.executor.memory"
-    return _size_to_bytes(spark.sparkContext.getConf().get(key, "1g"), 1 << 30)
+    """The heap of the JVM that runs tasks (``heap_setting``; Spark's default 1g)."""
+    return _size_to_bytes(spark.sparkContext.getConf().get(heap_setting(spark), "1g"), 1 << 30)
 
 
 def task_slots(spark) -> int:
@@ -152,12 +175,57 @@ def table_footprint(df, sample: int = FOOTER_SAMPLE) -> Footprint | None:
                      max_row_bytes=max_row, min_largest_page=max_row, row_groups=groups)
 
 
-def reader_batch_rows(footprint: Footprint | None, batch_bytes: int = DEFAULT_BATCH_BYTES) -> int:
-    """Rows per vectorized-reader batch so that a batch of the densest row group holds
-    about ``batch_bytes`` (Spark's 4,096 at most, 1 at least)."""
+def reader_batch_rows(footprint: Footprint | None, batch_bytes: int = DEFAULT_BATCH_BYTES,
+                      most: int = SPARK_READER_BATCH_ROWS) -> int:
+    """Rows per batch so that a batch of the densest row group holds about ``batch_bytes``
+    (``most`` at most: Spark's 4,096 for the vectorized reader; 1 at least)."""
     if footprint is None or footprint.max_row_bytes <= 0:
-        return SPARK_READER_BATCH_ROWS
-    return int(min(SPARK_READER_BATCH_ROWS, max(1, batch_bytes // footprint.max_row_bytes)))
+        return most
+    return int(min(most, max(1, batch_bytes // footprint.max_row_bytes)))
+
+
+def arrow_batch_rows(spark, footprint: Footprint | None) -> int:
+    """Rows per Arrow batch to a Python worker: about ``spark.pulpie.arrow.batchBytes``
+    (default 8 MiB) of input rows, at most ARROW_BATCH_MOST_ROWS. A worker holds a batch's
+    pages several times over (the Arrow buffers, their Python strings, the stage's
+    outputs: the classify stage receives the HTML, map HTML, blocks and paths)."""
+    return reader_batch_rows(footprint, conf_bytes(spark, ARROW_BATCH_BYTES_CONF, DEFAULT_ARROW_BATCH_BYTES),
+                             ARROW_BATCH_MOST_ROWS)
+
+
+def release_freed_memory() -> None:
+    """Return memory a Python worker freed to the OS; called after each batch.
+
+    A worker lives for the whole job, and what one batch frees stays in the process:
+    pyarrow's pool (mimalloc) keeps freed pages for reuse, and glibc keeps freed heap
+    (fragmented by parse trees and strings) unless trimmed. Measured in one process over
+    960 real pages (segment + classify, batches of 48): RSS 1,092 MiB; after
+    ``malloc_trim(0)`` 836; after the Arrow pool's ``release_unused()`` 518
+    (docs/BENCHMARKS.md, "Python worker memory"). A few milliseconds per batch."""
+    try:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
+    except Exception:  # an old pyarrow or another pool: nothing to release
+        pass
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+_TRIM: list = []
+
+
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None (musl, macOS)."""
+    if not _TRIM:
+        try:
+            import ctypes
+
+            _TRIM.append(ctypes.CDLL("libc.so.6").malloc_trim)
+        except (OSError, AttributeError):
+            _TRIM.append(None)
+    return _TRIM[0]
 
 
 def check_fits(spark, footprint: Footprint | None, what: str = "input") -> None:
@@ -169,7 +237,7 @@ def check_fits(spark, footprint: Footprint | None, what: str = "input") -> None:
     limit = largest_page_for_heap(heap)
     if footprint.min_largest_page > limit:
         need = heap_for_page(footprint.min_largest_page)
-        key = "spark.driver.memory" if (spark.sparkContext.master or "").startswith("local") else "spark.executor.memory"
+        key = heap_setting(spark)
         raise InputTooLarge(
             f"{what} holds a page of at least {footprint.min_largest_page / MiB:.0f} MiB; with {key}="
             f"{heap / MiB:.0f}m a core can process pages up to {limit / MiB:.0f} MiB. "
@@ -180,17 +248,21 @@ def check_fits(spark, footprint: Footprint | None, what: str = "input") -> None:
 def session_conf(spark, settings: dict[str, str]):
     """Set ``settings`` on the session for the block, leaving any key the user set
     explicitly as it is; restore the session afterwards. Yields the keys it set."""
-    applied = []
+    applied, previous = [], {}
     for key, value in settings.items():
         if _is_set(spark, key):
             continue
+        previous[key] = spark.conf.get(key, None)
         spark.conf.set(key, value)
         applied.append(key)
     try:
         yield applied
     finally:
         for key in applied:
-            spark.conf.unset(key)
+            if previous[key] is None:
+                spark.conf.unset(key)
+            else:  # our session builder's default: put it back
+                spark.conf.set(key, previous[key])
 
 
 def bounded_read_settings(spark, footprint: Footprint | None, *, cache: bool = False) -> dict[str, str]:

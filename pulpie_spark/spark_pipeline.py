@@ -66,18 +66,30 @@ def with_doc_id(df, url_col: str = "url", html_col: str = "html"):
 
 
 def html_byte_limit(spark) -> int:
-    """The page size guard the executors apply (``spark.executorEnv.PULPIE_MAX_HTML_BYTES``
-    when set, else this process's ``PULPIE_MAX_HTML_BYTES`` or 10 MiB)."""
+    """The page size above which a page is rejected (``html_too_large``) before the
+    per-page stages: the guard the executors apply (``spark.executorEnv.PULPIE_MAX_HTML_BYTES``
+    when set, else this process's ``PULPIE_MAX_HTML_BYTES`` or 10 MiB), and at most the
+    largest page a task's heap is planned for (:func:`pulpie_spark.memory.largest_page_for_heap`):
+    one such page among small ones would otherwise end the job in a Java heap error."""
+    from pulpie_spark import memory
     from pulpie_spark.guards import ENV_MAX_HTML_BYTES, max_html_bytes
 
+    guard = max_html_bytes()
     configured = spark.conf.get("spark.executorEnv." + ENV_MAX_HTML_BYTES, None)
     if configured and configured.strip():
         try:
             if int(configured) > 0:
-                return int(configured)
+                guard = int(configured)
         except ValueError:
             pass
-    return max_html_bytes()
+    heap = memory.heap_bytes(spark)
+    for_heap = memory.largest_page_for_heap(heap)
+    if for_heap < guard:
+        log.warning("pages over %.1f MiB are rejected as %s: a %d MiB heap is planned for pages up to that size "
+                    "(raise %s to process larger ones; docs/running.md, 'Memory')", for_heap / memory.MiB,
+                    reasons.HTML_TOO_LARGE, heap // memory.MiB, memory.heap_setting(spark))
+        return for_heap
+    return guard
 
 
 def validate_input(df, options: ExtractOptions) -> None:
@@ -276,11 +288,11 @@ def _spark_path(path: str) -> str:
 
 
 # Arrow batches to and from Python: few rows, and bounded in bytes (page sizes vary by
-# orders of magnitude). Set for the job's actions when the user has not set them.
-# 16 MiB (was 32): a Python worker holds a batch's pages, trees and block features at
-# once (docs/BENCHMARKS.md, "Bounded memory").
+# orders of magnitude). Set for the job's actions when the user has not set them. The
+# rows per batch are sized from the input's footers (memory.arrow_batch_rows), since
+# Spark 4.3 does not apply maxBytesPerBatch to pandas_udf / mapInPandas batches.
 ARROW_BATCH_SETTINGS = {
-    "spark.sql.execution.arrow.maxRecordsPerBatch": "256",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": str(256),
     "spark.sql.execution.arrow.maxBytesPerBatch": str(16 << 20),
 }
 
@@ -307,7 +319,8 @@ def run_extract(df, output: str, *, fmt: str = "parquet", rejects: str | None = 
     spark = df.sparkSession
     footprint = memory.table_footprint(df)
     memory.check_fits(spark, footprint)
-    settings = {**ARROW_BATCH_SETTINGS, **memory.bounded_read_settings(spark, footprint)}
+    settings = {**ARROW_BATCH_SETTINGS, memory.ARROW_RECORDS_CONF: str(memory.arrow_batch_rows(spark, footprint)),
+                **memory.bounded_read_settings(spark, footprint)}
     df = memory.spread(df, footprint, [c for c in (options.url_col, options.html_col) if c in df.columns])
     processed, input_cols = process(df, options)
     staging = staging or staging_path_for(output)

@@ -90,6 +90,107 @@ def test_a_page_the_heap_cannot_hold_is_refused_naming_the_setting():
         memory.check_fits(Spark(), huge, "pages.parquet")
 
 
+class _Conf(dict):
+    def get(self, key, default=None):
+        return super().get(key, default)
+
+
+class _Session:
+    """The conf reads of memory's helpers."""
+
+    def __init__(self, **conf):
+        self.conf = _Conf(conf)
+
+
+def test_arrow_batches_to_python_are_sized_in_bytes(tmp_path):
+    # Spark 4.3 ignores maxBytesPerBatch for pandas_udf/mapInPandas: the rows are the bound.
+    path = tmp_path / "pages.parquet"
+    _write_pages(path, 40, 200_000)
+    footprint = memory.table_footprint(_Frame([str(path)]))
+    rows = memory.arrow_batch_rows(_Session(), footprint)
+    assert rows * footprint.max_row_bytes <= memory.DEFAULT_ARROW_BATCH_BYTES < (rows + 1) * footprint.max_row_bytes
+    assert memory.arrow_batch_rows(_Session(**{memory.ARROW_BATCH_BYTES_CONF: "2m"}), footprint) == \
+        2 * MiB // footprint.max_row_bytes
+    assert memory.arrow_batch_rows(_Session(), None) == memory.ARROW_BATCH_MOST_ROWS
+    small = memory.Footprint(files=1, rows=10, bytes=100, max_group_bytes=100, max_row_bytes=10, min_largest_page=10)
+    assert memory.arrow_batch_rows(_Session(), small) == memory.ARROW_BATCH_MOST_ROWS
+
+
+def test_our_session_defaults_are_refined_and_restored_but_user_choices_kept(spark):
+    from pulpie_spark.session import LOCAL_DEFAULTS
+
+    key = memory.ARROW_RECORDS_CONF
+    before = spark.conf.get(key, None)
+    try:
+        spark.conf.set(key, LOCAL_DEFAULTS[key])      # what get_spark gives every session
+        with memory.session_conf(spark, {key: "55"}) as applied:
+            assert applied == [key] and spark.conf.get(key) == "55"
+        assert spark.conf.get(key) == LOCAL_DEFAULTS[key]   # put back, not unset to Spark's 10,000
+        spark.conf.set(key, "32")                      # a user's choice
+        with memory.session_conf(spark, {key: "55"}) as applied:
+            assert applied == [] and spark.conf.get(key) == "32"
+        spark.conf.unset(key)
+        with memory.session_conf(spark, {key: "55"}):
+            assert spark.conf.get(key) == "55"
+        assert spark.conf.get(key, None) in (None, "10000")
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+class _Cluster:
+    """The session reads of spark_pipeline.html_byte_limit: heap, master, executor env."""
+
+    def __init__(self, heap: str, executor_env: dict | None = None):
+        heap_conf = {"spark.driver.memory": heap}
+
+        class Conf:
+            def get(self, key, default=None):
+                return heap_conf.get(key, default)
+
+        class Context:
+            master = "local[2]"
+
+            def getConf(self):
+                return Conf()
+
+        self.sparkContext = Context()
+        self.conf = _Conf({"spark.executorEnv." + k: v for k, v in (executor_env or {}).items()})
+
+
+def test_pages_larger_than_the_heap_is_planned_for_are_rejected_not_fatal(monkeypatch):
+    # One block-dense 9.7 MiB page among others ended a 1g run in OutOfMemoryError
+    # (docs/BENCHMARKS.md): the SQL size guard is capped by the heap's planned page size.
+    from pulpie_spark.guards import ENV_MAX_HTML_BYTES
+    from pulpie_spark.spark_pipeline import html_byte_limit
+
+    monkeypatch.delenv(ENV_MAX_HTML_BYTES, raising=False)
+    assert html_byte_limit(_Cluster("1g")) == memory.largest_page_for_heap(1 << 30) < 10 * MiB
+    assert html_byte_limit(_Cluster("4g")) == 10 * MiB                      # the guard itself
+    assert html_byte_limit(_Cluster("4g", {ENV_MAX_HTML_BYTES: str(2 * MiB)})) == 2 * MiB
+    raised = _Cluster("1g", {ENV_MAX_HTML_BYTES: str(64 * MiB)})
+    assert html_byte_limit(raised) == memory.largest_page_for_heap(1 << 30)
+
+
+def _rss_mib() -> int:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) // 1024 for line in fh if line.startswith("VmRSS"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc (Linux)")
+def test_freed_arrow_memory_goes_back_to_the_os():
+    arrays = [pa.array([b"x" * 1000] * 2000) for _ in range(100)]   # ~200 MB in pyarrow's pool
+    held = _rss_mib()
+    del arrays
+    freed = _rss_mib()
+    if freed < held - 100:
+        pytest.skip("this pyarrow pool returned the memory by itself")
+    memory.release_freed_memory()
+    assert _rss_mib() < freed - 100
+
+
 # ----------------------------------------------------------------------------- slow tier
 
 def _job(args: list[str], heap: str = "1g", env: dict | None = None) -> subprocess.CompletedProcess:
@@ -156,3 +257,26 @@ def test_a_page_larger_than_the_heap_is_refused_before_any_work(tmp_path):
     assert "Raise spark.driver.memory to at least" in run.stderr and "Traceback" not in run.stderr
     assert "OutOfMemoryError" not in run.stderr and "at org.apache" not in run.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_one_page_over_the_heaps_planned_size_among_small_ones_is_a_reject(tmp_path):
+    """The densest row group's mean page fits, so nothing is refused up front; the one
+    block-dense 9.7 MiB page (pages like it died with OutOfMemoryError at 1g) is rejected
+    as html_too_large at 1g, the others are processed."""
+    src = tmp_path / "mixed.parquet"
+    _write_pages(src, 20, 150_000)
+    small = pq.read_table(src)
+    big_path = tmp_path / "big.parquet"
+    _write_pages(big_path, 1, int(9.7 * MiB))
+    big = pq.read_table(big_path).to_pylist()[0]
+    big["url"] = "https://mem.test/big"
+    pq.write_table(pa.concat_tables([small.slice(0, 10), pa.Table.from_pylist([big], schema=small.schema),
+                                     small.slice(10)]), src)
+    out = tmp_path / "out"
+    run = _job(["jobs/extract.py", "--input", str(src), "--output", str(out), "--show", "0"])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "OutOfMemoryError" not in run.stderr
+    _accounted(out, [f"https://mem.test/{i}" for i in range(20)] + ["https://mem.test/big"])
+    rejects = pq.read_table(Path(str(out) + "_rejects")).to_pylist()
+    assert [(r["url"], r["reason"]) for r in rejects] == [("https://mem.test/big", "html_too_large")]

@@ -32,6 +32,7 @@ import numpy as np
 
 from pulpie_spark import reasons
 from pulpie_spark.classify.registry import DEFAULT_MODEL, resolve_model_name
+from pulpie_spark.memory import release_freed_memory
 from pulpie_spark.page import MAX_PADDED_BLOCKS, classify_error, classify_pages, is_missing, labels_from_probs
 
 log = logging.getLogger(__name__)
@@ -345,4 +346,7 @@ def classify_batches(batches: Iterator, *, spec: ModelSpec, blocks_col: str, pat
                 model_id = getattr(loaded, "model_id", None) or spec.model_id
         out = classify_frame(pdf[keep], classifier, blocks_col=blocks_col, paths_col=paths_col,
                              model_id=model_id, load_error=load_error, prefix=prefix)
+        del pdf
+        # The worker lives for the whole job: hand the batch's features and trees back.
+        release_freed_memory()
         yield out

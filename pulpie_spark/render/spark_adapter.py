@@ -23,9 +23,14 @@ def render_series(map_html, labels, *, links: bool = False, images: bool = False
 def render_column(map_html_col, labels_col, *, links: bool = False, images: bool = False):
     from pyspark.sql.functions import pandas_udf
 
+    from pulpie_spark.memory import release_freed_memory
+
     @pandas_udf(RENDER_DDL)
     def pulpie_render(map_html: pd.Series, labels: pd.Series) -> pd.DataFrame:
-        return render_series(map_html, labels, links=links, images=images)
+        try:
+            return render_series(map_html, labels, links=links, images=images)
+        finally:  # the worker lives for the whole job: hand the batch's trees back
+            release_freed_memory()
 
     return pulpie_render(map_html_col, labels_col)
 
@@ -38,8 +43,13 @@ def fallback_series(html, charset, *, links: bool = False, images: bool = False)
 def fallback_column(html_col, charset_col, *, links: bool = False, images: bool = False):
     from pyspark.sql.functions import pandas_udf
 
+    from pulpie_spark.memory import release_freed_memory
+
     @pandas_udf(FALLBACK_DDL)
     def pulpie_fallback(html: pd.Series, charset: pd.Series) -> pd.DataFrame:
-        return fallback_series(html, charset, links=links, images=images)
+        try:
+            return fallback_series(html, charset, links=links, images=images)
+        finally:
+            release_freed_memory()
 
     return pulpie_fallback(html_col, charset_col)
