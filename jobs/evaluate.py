@@ -72,6 +72,10 @@ class EvaluateJob(SparkJob):
         loso.add_argument("--hidden", type=int, default=96)
         loso.add_argument("--embed-dim", type=int, default=48)
         loso.add_argument("--buckets", type=int, default=1 << 15)
+        loso.add_argument("--train-sources", default=None,
+                          help="comma-separated sources the fold models train on (default: all but the fold)")
+        loso.add_argument("--feature-version", type=int, default=None,
+                          help="block feature version of the fold models (default: the current FEATURE_VERSION)")
 
     def run(self, spark, args) -> int:
         if args.protocol == "loso":
@@ -107,17 +111,24 @@ class EvaluateJob(SparkJob):
 
         if not args.input or not args.output:
             raise SystemExit("--protocol loso needs --input (a labelled Parquet folder) and --output")
+        from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
+
+        if args.feature_version is None:
+            args.feature_version = FEATURE_VERSION
         train_config = {"epochs": args.epochs, "batch_pages": args.batch_pages, "lr": args.lr,
                         "patience": args.patience, "seed": args.seed, "threads": args.threads,
                         "max_minutes": args.max_minutes, "max_pages_per_source": args.max_pages_per_source,
                         "main_weight": args.main_weight,
-                        "model": {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets}}
+                        "model": {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,
+                                  "feature_version": args.feature_version}}
         sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
         result = run_loso(args.input, args.output, train_config=train_config,
                           min_fold_pages=args.min_fold_pages, workers=args.workers, fallback=args.fallback,
                           features_cache=args.features_cache, reuse_cache=args.reuse_cache, sources=sources,
                           limit_per_source=args.limit_per_source, keep_models=args.keep_models,
-                          reference_model=args.reference_model)
+                          reference_model=args.reference_model,
+                          train_sources=[s.strip() for s in args.train_sources.split(",")]
+                          if args.train_sources else None)
         s = result["summary"]
         print(f"protocol=loso input={args.input} pages={s['pages']} (of {s['input_pages']}, "
               f"{s['duplicates_dropped']} near-duplicates dropped) folds={len(s['folds'])} "

@@ -61,14 +61,20 @@ class TrainJob(SparkJob):
         parser.add_argument("--hidden", type=int, default=96)
         parser.add_argument("--embed-dim", type=int, default=48)
         parser.add_argument("--buckets", type=int, default=1 << 15)
+        parser.add_argument("--feature-version", type=int, default=None,
+                            help="block feature version (default: the current FEATURE_VERSION)")
         parser.add_argument("--distributor", choices=["none", "torch"], default="none")
         parser.add_argument("--num-processes", type=int, default=1)
         parser.add_argument("--use-gpu", action="store_true")
         parser.add_argument("--local-mode", action="store_true", help="TorchDistributor processes on the driver")
 
     def run(self, spark, args) -> int:
+        from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
         from pulpie_spark.classify.blockmodel.training import TrainConfig, train_entry
         from pulpie_spark.classify.blockmodel.labels import coverage_by_source, format_coverage
+
+        if args.feature_version is None:
+            args.feature_version = FEATURE_VERSION
 
         if not args.input or not args.output:
             raise SystemExit("--input and --output are required")
@@ -82,13 +88,14 @@ class TrainJob(SparkJob):
             pages, dropped = dedupe_pages(load_sources(args.input, sources=sources, limit_per_source=args.limit))
             print(f"{len(pages)} pages, {len(dropped)} near-duplicates dropped")
             build_local_cache(pages, args.features_cache, workers=args.workers, n_buckets=args.buckets,
-                              min_recall=args.min_recall)
+                              min_recall=args.min_recall, feature_version=args.feature_version)
         elif not (args.reuse_cache and Path(args.features_cache).exists()):
             from pulpie_spark.classify.blockmodel.spark_training_data import build_feature_cache
 
             sources = [x.strip() for x in args.sources.split(",")] if args.sources else None
             build_feature_cache(spark, args.input, args.features_cache, sources=sources, limit=args.limit,
-                                teacher=args.teacher, min_recall=args.min_recall, n_buckets=args.buckets)
+                                teacher=args.teacher, min_recall=args.min_recall, n_buckets=args.buckets,
+                                feature_version=args.feature_version)
         import pandas as pd
 
         cache = pd.read_parquet(args.features_cache, columns=["source", "kept", "labels", "gold_recall"])
@@ -103,7 +110,8 @@ class TrainJob(SparkJob):
                           main_weight=args.main_weight,
                           device="cuda" if args.use_gpu else "cpu")
         cfg_dict = {k: v for k, v in cfg.__dict__.items() if k != "model"}
-        cfg_dict["model"] = {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets}
+        cfg_dict["model"] = {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,
+                             "feature_version": args.feature_version}
         config_json = json.dumps(cfg_dict)
         distill = bool(args.teacher)
         if args.distributor == "torch":

@@ -88,6 +88,71 @@ def test_training_is_reproducible_and_roundtrips_through_safetensors(tmp_path):
     assert np.allclose(single, p1[1], atol=1e-6)
 
 
+CJK_BLOCKS = ['<h1 _item_id="1">天気予報</h1>', '<p _item_id="2">今日は良い天気です。明日も晴れるでしょう！</p>']
+
+
+def test_a_model_runs_with_the_feature_version_it_was_trained_on(tmp_path):
+    """A v1 model (the first shipped ones) keeps v1 features, a v2 model gets v2; a config
+    with a version this code cannot compute, or none, is refused, never run on other features."""
+    from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
+
+    assert BlockModelConfig().feature_version == FEATURE_VERSION == 2
+    for version in (1, 2):
+        examples = []
+        for _ in range(4):
+            ids, num = page_features(BLOCKS, PATHS, n_buckets=1024, version=version)
+            examples.append(PageExample(ids, num, np.array([0, 1, 1, 0, 0]), np.array([2, 2, 11, 3, 3], np.int32)))
+        cfg = TrainConfig(epochs=1, batch_pages=2, model=BlockModelConfig(n_buckets=1024, hidden=8, embed_dim=8,
+                                                                           feature_version=version))
+        train_model(examples, examples[:1], cfg, output_dir=tmp_path / f"v{version}")
+        assert json.loads((tmp_path / f"v{version}" / "config.json").read_text())["feature_version"] == version
+        classifier = DefaultBlockClassifier(load_model(tmp_path / f"v{version}"))
+        got = classifier.features([CJK_BLOCKS])[0]
+        want = page_features(CJK_BLOCKS, n_buckets=1024, version=version)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    v1 = page_features(CJK_BLOCKS, n_buckets=1024, version=1)
+    v2 = page_features(CJK_BLOCKS, n_buckets=1024, version=2)
+    assert not np.array_equal(v1[1], v2[1])     # the two versions differ on CJK text
+    config = json.loads((tmp_path / "v1" / "config.json").read_text())
+    (tmp_path / "v3").mkdir()
+    (tmp_path / "v3" / "model.safetensors").write_bytes((tmp_path / "v1" / "model.safetensors").read_bytes())
+    (tmp_path / "v3" / "config.json").write_text(json.dumps({**config, "feature_version": 3}))
+    with pytest.raises(ValueError, match="v3"):
+        load_model(tmp_path / "v3")
+    (tmp_path / "v3" / "config.json").write_text(json.dumps({k: v for k, v in config.items()
+                                                             if k != "feature_version"}))
+    with pytest.raises(ValueError, match="feature version"):
+        load_model(tmp_path / "v3")
+
+
+def test_a_features_cache_of_another_version_is_refused(tmp_path):
+    from pulpie_spark.classify.blockmodel.data import build_examples, cache_feature_version, check_cache_version
+    from pulpie_spark.classify.blockmodel.training import train_entry
+
+    html = "<html><body><nav><a href=/>Home</a></nav><article><p>" + "Tomatoes need sun. " * 20 + \
+        "</p></article></body></html>"
+    pages = pd.DataFrame({"source": ["s"] * 3, "page_id": ["1", "2", "3"], "split": ["train", "train", "dev"],
+                          "html": [html] * 3, "gold_text": ["Tomatoes need sun. " * 20] * 3})
+    v1 = build_examples(pages, n_buckets=1024, feature_version=1)
+    v2 = build_examples(pages, n_buckets=1024)
+    assert cache_feature_version(v1) == 1 and cache_feature_version(v2) == 2
+    assert cache_feature_version(v2.drop(columns=["feature_version"])) == 1   # caches from before the column
+    check_cache_version(v2, 2)
+    with pytest.raises(ValueError, match="v1"):
+        check_cache_version(v1, 2)
+    with pytest.raises(ValueError, match="mixes"):
+        cache_feature_version(pd.concat([v1, v2]))
+    v1.to_parquet(tmp_path / "cache.parquet")
+    config = json.dumps({"epochs": 1, "model": {"n_buckets": 1024, "hidden": 8, "embed_dim": 8}})
+    with pytest.raises(ValueError, match="v1"):
+        train_entry(str(tmp_path / "cache.parquet"), str(tmp_path / "m"), config, False)
+    report = train_entry(str(tmp_path / "cache.parquet"), str(tmp_path / "m"),
+                         json.dumps({"epochs": 1, "model": {"n_buckets": 1024, "hidden": 8, "embed_dim": 8,
+                                                            "feature_version": 1}}), False)
+    assert report["train_pages"] == 2
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["feature_version"] == 1
+
+
 def test_distillation_loss_reduces_to_hard_ce_when_student_matches_teacher():
     logits = torch.tensor([[[0.3, 1.2], [2.0, -1.0], [0.0, 0.0]]])
     labels = torch.tensor([[1, 0, -100]])

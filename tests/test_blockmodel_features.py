@@ -1,15 +1,18 @@
 """Block features: the batched per-page implementation equals the per-block definition bit for bit.
 
-The shipped default model (pulpie_spark/models/default, FEATURE_VERSION 1) was trained on
-features computed block by block; ``_reference_page_features`` below is that code, kept
-here (and only here) as the definition. Any difference in a token id or in one bit of a
-numeric feature would silently change what the model sees, so equality is exact.
+The first default models were trained on features computed block by block;
+``_reference_page_features`` below is that code (version 1), plus the language-independent
+definitions of version 2 (CJK characters as words, Unicode punctuation and sentence ends,
+the capital share among cased words), kept here (and only here) as the definition of each
+version. Any difference in a token id or in one bit of a numeric feature would silently
+change what a model sees, so equality is exact, for both versions.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -41,6 +44,25 @@ _CAP_WORD_RE = re.compile(r"(?:^|\s)[A-Z\u00c0-\u00de]")
 _SENTENCE_END_RE = re.compile(r"[.!?](?:\s|$)")
 _TERMINAL = (".", "!", "?", "\u3002", '"', "\u201d", ")")
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+# Version 2 (written out here, not imported: this file is the definition).
+_CJK = ("\u3005\u3007\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3400-\u4dbf"
+        "\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9d\U00020000-\U0003134f")
+_WORD_RE_V2 = re.compile(f"(?=\\w)[{_CJK}]|[^\\W{_CJK}]+")
+_PUNCT_V2 = set(".,;:!?\u3001\u3002\uff0c\uff0e\uff1a\uff1b\uff01\uff1f\uff61\uff64\u060c\u061b\u061f"
+                "\u06d4\u0964\u0965\u037e\u0589\u1362\u1363\u1364\u104a\u104b\u00a1\u00bf\u2026")
+_SENTENCE_END_V2 = re.compile("[" + re.escape(".!?\u061f\u06d4\u0964\u0965\u037e\u0589\u1362\u104b\u2026")
+                              + "](?=\\s|$)")
+_SENTENCE_ANY_V2 = set("\u3002\uff01\uff1f\uff61")
+_TERMINAL_V2 = _TERMINAL + ("\uff01", "\uff1f", "\uff61", "\u300d", "\u300f", "\u00bb", "\u2019",
+                            "\u0964", "\u0965", "\u061f", "\u06d4", "\u2026")
+_WORD_START = re.compile(r"(?s)(?:^|(?<=\s))(.)")   # first character of each whitespace-separated word
+
+
+def _ref_cap_share_v2(text):
+    """Capitalised words (first letter Lu/Lt) / words whose first letter has a case (Lu/Lt/Ll)."""
+    firsts = [unicodedata.category(c) for c in _WORD_START.findall(text)]
+    cased = sum(c in ("Lu", "Lt", "Ll") for c in firsts)
+    return sum(c in ("Lu", "Lt") for c in firsts) / cased if cased else 0.0
 
 
 def _ref_attr_words(attrs, regex):
@@ -99,7 +121,7 @@ def _ref_parsed_blocks(blocks):
     return [LexborHTMLParser(b or "").body for b in blocks]
 
 
-def _ref_summarize_block(block_html, node, path):
+def _ref_summarize_block(block_html, node, path, version=1):
     m = _ROOT_TAG_RE.match(block_html or "")
     root_tag = m.group(1).lower() if m else "_text"
     attrs = m.group(2) if m else ""
@@ -125,7 +147,7 @@ def _ref_summarize_block(block_html, node, path):
                 seen.add(("pi", w))
                 tokens.append(f"pi:{w}")
     tokens += [f"h:{t}" for t in sorted(inner_tags - {root_tag})[:8]]
-    words = _WORD_RE.findall(text.lower())
+    words = (_WORD_RE_V2 if version >= 2 else _WORD_RE).findall(text.lower())
     tokens += [f"w{k}:{w}" if k < 2 else f"w:{w}" for k, w in enumerate(words[:8])]
     tokens += [f"wl:{w}" for w in words[-3:]]
     stats = {"text": text, "words": words, "link_chars": link_chars, "n_li": n_li,
@@ -135,7 +157,7 @@ def _ref_summarize_block(block_html, node, path):
     return tokens, stats
 
 
-def _reference_page_features(blocks, paths=None, *, n_buckets=1 << 15):
+def _reference_page_features(blocks, paths=None, *, n_buckets=1 << 15, version=1):
     n = len(blocks)
     ids = np.zeros((n, MAX_TOKENS), dtype=np.int32)
     numeric = np.zeros((n, N_NUMERIC), dtype=np.float32)
@@ -145,7 +167,7 @@ def _reference_page_features(blocks, paths=None, *, n_buckets=1 << 15):
     summaries = []
     for i, block in enumerate(blocks):
         path = paths[i] if paths is not None and i < len(paths) else None
-        summaries.append(_ref_summarize_block(block, nodes[i], path))
+        summaries.append(_ref_summarize_block(block, nodes[i], path, version))
     text_counts = Counter(s["text"] for _, s in summaries if s["text"])
     log_n = math.log1p(n)
     char_logs = [math.log1p(len(s["text"])) for _, s in summaries]
@@ -155,25 +177,29 @@ def _reference_page_features(blocks, paths=None, *, n_buckets=1 << 15):
         text, words = s["text"], s["words"]
         n_chars, n_words = len(text), len(words)
         letters = sum(map(str.isalpha, text))
+        v2 = version >= 2
+        punct = sum(c in _PUNCT_V2 for c in text) if v2 else len(_PUNCT_RE.findall(text))
+        sentences = (len(_SENTENCE_END_V2.findall(text)) + sum(c in _SENTENCE_ANY_V2 for c in text) if v2
+                     else len(_SENTENCE_END_RE.findall(text)))
         numeric[i] = (
             char_logs[i] / 8.0,
             math.log1p(n_words) / 6.0,
             min(1.0, s["link_chars"] / n_chars) if n_chars else 0.0,
-            min(2.0, len(_PUNCT_RE.findall(text)) / n_words) if n_words else 0.0,
+            min(2.0, punct / n_words) if n_words else 0.0,
             sum(map(str.isdigit, text)) / n_chars if n_chars else 0.0,
             sum(map(str.isupper, text)) / letters if letters else 0.0,
             i / max(1, n - 1),
             log_n / 8.0,
-            1.0 if text.rstrip().endswith(_TERMINAL) else 0.0,
+            1.0 if text.rstrip().endswith(_TERMINAL_V2 if v2 else _TERMINAL) else 0.0,
             min(3.0, (sum(map(len, words)) / n_words) / 10.0) if n_words else 0.0,
             min(1.0, s["depth"] / 30.0),
             1.0 if s["has_img"] else 0.0,
             min(1.0, s["n_li"] / 10.0),
             min(1.0, (text.count("|") + text.count("\u00b7") + text.count("\u2022")) / max(1, n_words)),
-            len(_CAP_WORD_RE.findall(text)) / max(1, n_words),
+            _ref_cap_share_v2(text) if v2 else len(_CAP_WORD_RE.findall(text)) / max(1, n_words),
             math.log(text_counts[text]) / 3.0 if text else 0.0,
-            1.0 if text.endswith("...") and n_chars >= 450 else 0.0,
-            math.log1p(len(_SENTENCE_END_RE.findall(text))) / 4.0,
+            1.0 if text.endswith(("...", "\u2026") if v2 else "...") and n_chars >= 450 else 0.0,
+            math.log1p(sentences) / 4.0,
             1.0 if s["root_tag"] in _HEADINGS else 0.0,
             1.0 if s["in_table"] else 0.0,
             1.0 if s["in_list"] else 0.0,
@@ -229,6 +255,14 @@ EDGE_BLOCKS = [
     "<div class='q _item_id=\"19\">f</div>",
     '<div class="x" _item_id="a1">g</div>',
     '<br _item_id="20"/>',
+    # scripts and punctuation of version 2: CJK sentence ends without spaces, full-width
+    # forms, Arabic/Devanagari/Greek/Armenian marks, titlecase and caseless first letters,
+    # an ellipsis character, closing CJK quotes and guillemets
+    '<p _item_id="21">東京は晴れ。明日も晴れ！本当？はい｡ＡＢＣ，ｄｅｆ．カタカナーｶﾀｶﾅ々〇\ufa6e「終わり」</p>',
+    '<p _item_id="22">مرحبا، كيف حالك؟ نعم. هذا نص۔ नमस्ते। यह पाठ है॥ Τι κάνεις; Բարեւ։</p>',
+    '<p _item_id="23">ǅemal Ǉubljana Москва Київ ß ﬁne éclair Émile 123abc _under ¡Hola! ¿Qué?</p>',
+    '<p _item_id="24">' + ("Слово " * 90) + "конец\u2026</p>",
+    '<p _item_id="25">«Il a dit»  »  한국어 문장입니다. 끝」</p>',
 ]
 EDGE_PATHS = [
     "html > body.homePage > main#content-2024 > article.post.featuredPost > p.introText",
@@ -249,15 +283,20 @@ EDGE_PATHS = [
     "html > body > ol > li > h3",
     "html > body > div", "html > body > div", "html > body > div", "html > body > div",
     "html > body > div", "html > body > div", "html > body > div", "html > body > br",
+    "html > body > p", "html > body > p", "html > body > p", "html > body > p", "html > body > p",
 ]
 
 
+VERSIONS = (1, 2)
+
+
 def _assert_identical(blocks, paths, n_buckets=1 << 15):
-    ref_ids, ref_num = _reference_page_features(blocks, paths, n_buckets=n_buckets)
-    ids, num = page_features(blocks, paths, n_buckets=n_buckets)
-    assert ids.dtype == ref_ids.dtype and num.dtype == ref_num.dtype
-    assert np.array_equal(ids, ref_ids)
-    assert num.shape == ref_num.shape and num.tobytes() == ref_num.tobytes()
+    for version in VERSIONS:
+        ref_ids, ref_num = _reference_page_features(blocks, paths, n_buckets=n_buckets, version=version)
+        ids, num = page_features(blocks, paths, n_buckets=n_buckets, version=version)
+        assert ids.dtype == ref_ids.dtype and num.dtype == ref_num.dtype
+        assert np.array_equal(ids, ref_ids), version
+        assert num.shape == ref_num.shape and num.tobytes() == ref_num.tobytes(), version
 
 
 def test_features_identical_to_reference_on_fixture_pages():
@@ -311,14 +350,17 @@ def _long_text_blocks():
         nine_words_exactly,
         " ".join(["ab"] * 8) + " " + "z" * (3 * window),                 # 8 words in the head window
         "one two three four five six seven eight nine " + "q" * (3 * window) + " last",  # 1 word in the tail
-        "第一章概述" * window,                                             # one long word run
+        "第一章概述" * window,                                             # one long word run (v1)
+        "第一章概述。" * window + "abc def",                                # one word per CJK character (v2)
+        "abcdefghij" * 12 + "中" + "x" * (2 * window) + "中文" + "y" * (window - 2) + "末",
         "http://example.com/" + "a/b-c_d." * window + " end of it",
         ("İSTANBUL İyi ΟΔΟΣ ΣΟΦΟΚΛΕΟΥΣ. " * 20).strip(),                # lower() lengthens İ
         "a" * (window - 1) + " " + " ".join(f"w{i}" for i in range(60)),
         " ".join(f"word{i}" for i in range(200)),
     ]
     rng = np.random.RandomState(7)
-    alphabet = list("abcXYZ019_ ") + [" ", ".", ",", "-", "İ", "ß", "Σ", "\u0307", "中", "\u00a0", "\n"]
+    alphabet = list("abcXYZ019_ ") + [" ", ".", ",", "-", "İ", "ß", "Σ", "\u0307", "中", "\u00a0", "\n",
+                                      "。", "か", "ｶ", "！", "ǅ", "\u2026", "\u0964"]
     for length in (2 * window + 1, 2 * window + 40, 3 * window, 5 * window):
         for _ in range(6):
             texts.append("".join(rng.choice(alphabet, size=length)))
@@ -332,8 +374,10 @@ def test_features_identical_on_long_texts():
     # edge words of the window path and of the whole text agree on each text
     for text in block_texts(blocks):
         lowered = text.lower()
-        words = features._WORD_RE.findall(lowered)
-        assert features._edge_words(lowered) == (words[:features.N_FIRST_WORDS], words[-features.N_LAST_WORDS:])
+        for regex in (_WORD_RE, _WORD_RE_V2):
+            words = regex.findall(lowered)
+            assert features._edge_words(lowered, regex) == (words[:features.N_FIRST_WORDS],
+                                                            words[-features.N_LAST_WORDS:])
 
 
 def test_word_counts_match_the_lowercased_texts():
@@ -346,7 +390,34 @@ def test_word_counts_match_the_lowercased_texts():
     pages += [[text] for text in block_texts(EDGE_BLOCKS + _long_text_blocks())]
     for texts in pages:
         lowered = [t.lower() for t in texts]
-        counts = features._char_counts(texts, lowered)
-        words = [features._WORD_RE.findall(t) for t in lowered]
-        assert counts["words"].tolist() == [len(w) for w in words]
-        assert counts["word_chars"].tolist() == [sum(map(len, w)) for w in words]
+        for version, regex in ((1, _WORD_RE), (2, _WORD_RE_V2)):
+            counts = features._char_counts(texts, lowered, version)
+            words = [regex.findall(t) for t in lowered]
+            assert counts["words"].tolist() == [len(w) for w in words]
+            assert counts["word_chars"].tolist() == [sum(map(len, w)) for w in words]
+            slow = features._word_counts(lowered, version)    # the path of pages with an expanding lowercase
+            assert slow[0].tolist() == [len(w) for w in words]
+
+
+def test_version_2_is_language_independent():
+    """v2 counts CJK characters as words and hashes them as edge words, counts CJK and other
+    scripts' punctuation and sentence ends, and gives caseless scripts a capital share of 0;
+    v1 is unchanged (one "word" per CJK run, ASCII punctuation only)."""
+    col = {name: i for i, name in enumerate(features.NUMERIC_NAMES)}
+    blocks = ['<p _item_id="1">今日は良い天気です。明日も晴れるでしょう！</p>',
+              '<p _item_id="2">Der Hund bellt. die Katze schläft.</p>']
+    v1 = page_features(blocks, version=1)[1]
+    v2 = page_features(blocks, version=2)[1]
+    assert v1[0, col["log_words"]] == np.float32(math.log1p(2) / 6.0)         # two \w+ runs
+    assert v2[0, col["log_words"]] == np.float32(math.log1p(19) / 6.0)        # 19 CJK characters
+    assert v1[0, col["punct_per_word"]] == 0.0 and v2[0, col["punct_per_word"]] > 0.0
+    assert v1[0, col["log_sentences"]] == 0.0
+    assert v2[0, col["log_sentences"]] == np.float32(math.log1p(2) / 4.0)
+    assert v2[0, col["cap_word_share"]] == 0.0                               # no cased word
+    assert v2[1, col["cap_word_share"]] == np.float32(3 / 6)                 # Der, Hund, Katze of 6 cased words
+    ids_v2 = set(page_features(blocks[:1], version=2)[0][0].tolist())
+    assert _ref_bucket("w0:今", 1 << 15) in ids_v2 and _ref_bucket("wl:る", 1 << 15) not in ids_v2
+    assert all(_ref_bucket(f"wl:{c}", 1 << 15) in ids_v2 for c in "しょう")   # the last 3 characters
+    with pytest.raises(ValueError, match="v3"):
+        page_features(blocks, version=3)
+    assert features.FEATURE_VERSION == 2 and features.FEATURE_VERSIONS == (1, 2)

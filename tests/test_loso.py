@@ -163,3 +163,31 @@ def test_training_rows_caps_train_pages_per_source_with_a_seeded_sample():
     assert again["page_id"].tolist() == train["page_id"].tolist()   # order-independent, seeded
     full, _ = training_rows(frame)
     assert len(full) == 7
+
+
+def test_loso_measures_a_recipe_on_some_sources_and_feature_version(tmp_path, fake_sources):
+    """--train-sources: the fold models train on those sources only (the held-out fold still
+    excluded) while every source is scored; --feature-version: the cache and the fold models
+    use that block feature version (the first shipped model's recipe: v1 on the older sets)."""
+    folder, _ = fake_sources
+    out = tmp_path / "loso"
+    rc = _evaluate_job().main([
+        "--protocol", "loso", "--input", str(folder), "--output", str(out), "--min-fold-pages", "2",
+        "--epochs", "1", "--batch-pages", "2", "--hidden", "16", "--embed-dim", "8", "--buckets", "2048",
+        "--fallback", "none", "--train-sources", "alpha,beta", "--feature-version", "1", "--keep-models"])
+    assert rc == 0
+    folds = {f["fold"]: f for f in json.loads((out / "folds.json").read_text())}
+    assert folds["alpha"]["train_sources"] == ["beta"] and folds["beta"]["train_sources"] == ["alpha"]
+    assert folds["small-sources"]["train_sources"] == ["alpha", "beta"]
+    for fold in folds:
+        assert json.loads((out / "models" / fold / "config.json").read_text())["feature_version"] == 1
+    assert pd.read_parquet(out / "features.parquet")["feature_version"].unique().tolist() == [1]
+    assert json.loads((out / "summary.json").read_text())["train_sources"] == ["alpha", "beta"]
+    assert set(pd.read_parquet(out / "pages.parquet")["source"]) == {"alpha", "beta", "gamma", "tiny"}
+    # a cache of one version is never reused for fold models of another
+    with pytest.raises(ValueError, match="v1"):
+        _evaluate_job().main([
+            "--protocol", "loso", "--input", str(folder), "--output", str(tmp_path / "again"),
+            "--features-cache", str(out / "features.parquet"), "--reuse-cache", "--min-fold-pages", "2",
+            "--epochs", "1", "--batch-pages", "2", "--hidden", "16", "--embed-dim", "8", "--buckets", "2048",
+            "--fallback", "none"])

@@ -163,22 +163,27 @@ def assign_folds(counts: dict[str, int], min_fold_pages: int = 100,
 # ----------------------------------------------------------------------------- workers
 
 def _features_chunk(args) -> pd.DataFrame:
-    pages, n_buckets, min_recall = args
+    pages, n_buckets, min_recall, feature_version = args
     import torch
 
     torch.set_num_threads(1)
     from pulpie_spark.classify.blockmodel.data import build_examples
 
-    frame = build_examples(pages, min_recall=min_recall, keep_unconfident=True, n_buckets=n_buckets)
+    frame = build_examples(pages, min_recall=min_recall, keep_unconfident=True, n_buckets=n_buckets,
+                           feature_version=feature_version)
     frame["n_blocks"] = frame["n_blocks"].astype("int32")
     return frame
 
 
 def build_feature_cache(table: pd.DataFrame, cache_path: str | os.PathLike, *, workers: int = 1,
-                        n_buckets: int = 1 << 15, min_recall: float = 0.7, chunk: int = 40) -> pd.DataFrame:
+                        n_buckets: int = 1 << 15, min_recall: float = 0.7, chunk: int = 40,
+                        feature_version: int | None = None) -> pd.DataFrame:
     """Segment, label and featurize every page once (``build_examples``); one row per page."""
+    from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
+
+    feature_version = FEATURE_VERSION if feature_version is None else feature_version
     cols = ["source", "page_id", "split", "html", "gold_text"]
-    tasks = [(table[cols].iloc[s:s + chunk].reset_index(drop=True), n_buckets, min_recall)
+    tasks = [(table[cols].iloc[s:s + chunk].reset_index(drop=True), n_buckets, min_recall, feature_version)
              for s in range(0, len(table), chunk)]
     if workers <= 1:
         parts = [_features_chunk(t) for t in tasks]
@@ -229,7 +234,7 @@ def _run_fold(task: dict) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from pulpie_spark.classify.blockmodel.data import frame_to_examples
+    from pulpie_spark.classify.blockmodel.data import check_cache_version, frame_to_examples
     from pulpie_spark.classify.blockmodel.model import BlockModelConfig
     from pulpie_spark.classify.blockmodel.training import TrainConfig, train_model, training_rows
     from pulpie_spark.evaluate.harness import ModelRunner
@@ -238,7 +243,10 @@ def _run_fold(task: dict) -> dict:
     cfg = TrainConfig(**{k: v for k, v in cfg_dict.items() if k != "model"},
                       model=BlockModelConfig.from_dict(cfg_dict.get("model", {})))
     cache = pd.read_parquet(task["cache_path"])
+    check_cache_version(cache, cfg.model.feature_version)
     cache = cache[cache["fold"] != task["fold"]]
+    if task.get("train_sources"):   # a recipe that trains on some sources only (e.g. the shipped v1 one)
+        cache = cache[cache["source"].isin(task["train_sources"])]
     train_rows, dev_rows = training_rows(cache, cfg.max_pages_per_source, cfg.seed)
     cpu = time.process_time()
     _, report = train_model(frame_to_examples(train_rows), frame_to_examples(dev_rows), cfg,
@@ -269,10 +277,13 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
              min_fold_pages: int = 100, workers: int = 1, fallback: str = "trafilatura",
              features_cache: str | os.PathLike | None = None, reuse_cache: bool = False,
              sources: Sequence[str] | None = None, limit_per_source: int | None = None,
-             keep_models: bool = False, min_recall: float = 0.7, reference_model: str | None = None) -> dict:
+             keep_models: bool = False, min_recall: float = 0.7, reference_model: str | None = None,
+             train_sources: Sequence[str] | None = None) -> dict:
     """Run the protocol; write pages.parquet, scores.csv, folds.json, loso.md under ``output``.
 
     ``train_config``: TrainConfig fields plus ``model`` (BlockModelConfig fields).
+    ``train_sources``: fold models train on these sources only (minus the held-out fold;
+    every source is still scored), to measure a recipe whose data is a subset.
     Returns {"pages", "scores", "folds", "summary", "markdown"}.
     """
     started = time.perf_counter()
@@ -285,14 +296,19 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     table["fold"] = table["source"].map(fold_of)
     log.info("%d pages, %d near-duplicates dropped, %d folds", n_input, len(dropped), table["fold"].nunique())
 
+    from pulpie_spark.classify.blockmodel.data import check_cache_version
+    from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
+
     n_buckets = int(train_config.get("model", {}).get("n_buckets", 1 << 15))
+    feature_version = int(train_config.get("model", {}).get("feature_version", FEATURE_VERSION))
     cache_path = Path(features_cache) if features_cache else out / "features.parquet"
     if reuse_cache and cache_path.exists():
         cache = pd.read_parquet(cache_path)
+        check_cache_version(cache, feature_version, f"features cache {cache_path}")
     else:
         t0 = time.perf_counter()
         cache = build_feature_cache(table, cache_path, workers=workers, n_buckets=n_buckets,
-                                    min_recall=min_recall)
+                                    min_recall=min_recall, feature_version=feature_version)
         log.info("feature cache: %d pages in %.0f s", len(cache), time.perf_counter() - t0)
     key = cache["source"] + "/" + cache["page_id"]
     table_keys = table["source"] + "/" + table["page_id"]
@@ -309,6 +325,7 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
         idx = table.index[table["fold"] == fold]
         tasks.append(("fold", {"fold": fold, "cache_path": str(fold_cache), "train_config": train_config,
                                "model_dir": str(models_dir / fold), "fallback": fallback,
+                               "train_sources": sorted(train_sources) if train_sources else None,
                                "pages": [(int(i), table.at[i, "html"]) for i in idx]}))
     for s in range(0, len(table), 50):
         tasks.append(("baselines", ([(int(i), table.at[i, "html"]) for i in table.index[s:s + 50]],
@@ -341,6 +358,7 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     summary.update({"input_pages": n_input, "duplicates_dropped": len(dropped), "pages": len(pages),
                     "folds": {f: sorted(s for s, v in fold_of.items() if v == f) for f in folds},
                     "train_config": train_config, "fallback": fallback, "workers": workers,
+                    "train_sources": sorted(train_sources) if train_sources else "all",
                     "wall_seconds": round(time.perf_counter() - started, 1)})
     markdown = format_markdown(scores, summary)
     pages.drop(columns=[c for c in pages.columns if c.endswith(("_shingle", "_shingle_cjk"))]).to_parquet(

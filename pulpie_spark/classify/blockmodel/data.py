@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_spark.classify.blockmodel.features import MAX_TOKENS, N_NUMERIC, block_texts, page_features
+from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, MAX_TOKENS, N_NUMERIC, block_texts,
+                                                      page_features)
 from pulpie_spark.classify.blockmodel.labels import label_blocks, normalize_words
 from pulpie_spark import reasons
 
@@ -64,6 +65,25 @@ def frame_to_examples(frame: pd.DataFrame) -> list[PageExample]:
     return out
 
 
+def cache_feature_version(frame: pd.DataFrame) -> int:
+    """The block feature version of a features cache (one per cache). Caches written before
+    the column existed hold version 1 features (the only version then)."""
+    if "feature_version" not in frame.columns:
+        return 1
+    versions = sorted(set(int(v) for v in frame["feature_version"].dropna()))
+    if len(versions) > 1:
+        raise ValueError(f"features cache mixes block feature versions {versions}: rebuild it")
+    return versions[0] if versions else FEATURE_VERSION
+
+
+def check_cache_version(frame: pd.DataFrame, feature_version: int, what: str = "features cache") -> None:
+    """Refuse to train a model of one feature version on a cache of another (never mixed silently)."""
+    found = cache_feature_version(frame)
+    if found != feature_version:
+        raise ValueError(f"{what} holds block features v{found}, the model is configured for "
+                         f"v{feature_version}: rebuild the cache (drop --reuse-cache) or set the feature version")
+
+
 # A segmenter maps html -> (blocks, paths, full block texts or None, error or None).
 Segmenter = Callable[[object], tuple[list[str], list[str] | None, list[str] | None, str | None]]
 
@@ -102,8 +122,10 @@ def simplify_segmenter(html, declared_charset: str | None = None):
 
 def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
                    min_recall: float = 0.7, keep_unconfident: bool = False,
-                   teacher=None, n_buckets: int = 1 << 15) -> pd.DataFrame:
-    """One row per page: meta (source, page_id, split, kept, gold_recall, error) + features.
+                   teacher=None, n_buckets: int = 1 << 15,
+                   feature_version: int = FEATURE_VERSION) -> pd.DataFrame:
+    """One row per page: meta (source, page_id, split, kept, gold_recall, error) + features
+    (+ ``feature_version``: the block feature version of the row, ``cache_feature_version``).
 
     ``pages`` has ``html`` and either ``gold_text`` (labels by alignment) or ``labels``
     (block labels given, one per block of ``segmenter``'s output). Optional
@@ -142,7 +164,7 @@ def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
             labels = np.asarray(result.labels, dtype=np.int64)
             meta["kept"], meta["gold_recall"] = result.kept, result.gold_recall
             meta["error"] = result.reason
-        ids, numeric = page_features(blocks, paths, n_buckets=n_buckets)
+        ids, numeric = page_features(blocks, paths, n_buckets=n_buckets, version=feature_version)
         words = np.asarray([len(normalize_words(t)) for t in texts], dtype=np.int32)
         teacher_probs = None
         if teacher is not None:
@@ -161,6 +183,7 @@ def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
     meta_df = pd.DataFrame([meta_rows[i] for i in keep],
                            columns=["source", "page_id", "split", "kept", "gold_recall", "error"])
     frame = examples_to_frame([examples[i] for i in keep], meta_df)
+    frame["feature_version"] = np.full(len(frame), feature_version, dtype=np.int32)
     frame.attrs["coverage_rows"] = [
         {"source": m["source"], "kept": bool(m["kept"]) and examples[i] is not None,
          "labels": examples[i].labels.tolist() if examples[i] is not None and m["kept"] else [],

@@ -45,10 +45,11 @@ cdef tuple _inner_summary(frozenset inner_tags, str root_tag, object n_buckets)
 cdef tuple _page_node_stats(list nodes, bint one_document)
 
 @cython.locals(size=Py_ssize_t, head=list, tail=list, words=list)
-cpdef tuple _edge_words(str lowered)
+cpdef tuple _edge_words(str lowered, object word_re=*)
 
 @cython.locals(token_ids=list, n_tokens=list, depth=list, structure=list, token_cache=dict,
                n_paths=Py_ssize_t, i=Py_ssize_t, k=Py_ssize_t, block=str, root_tag=str,
                root_ids=tuple, path_ids=tuple, row=tuple, first=list, last=list, token=str, word=str,
-               in_table=bint, in_list=bint)
-cdef tuple _page_tokens(list blocks, list paths, list texts, list lowered, list inner_tags, object n_buckets)
+               in_table=bint, in_list=bint, terminal=tuple)
+cdef tuple _page_tokens(list blocks, list paths, list texts, list lowered, list inner_tags, object n_buckets,
+                        object version)

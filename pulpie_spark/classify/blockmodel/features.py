@@ -17,8 +17,23 @@ tag, ancestor path, inner tags) hashed once per distinct value and cached, since
 blocks and pages of one site repeat them. The hot loops are plain loops over lists and
 dicts: ``features.pxd`` types them for the Cython build (setup.py), which runs this same
 source about 1.3x faster. The values are bit-identical
-to the per-block formulation the shipped model was trained on (FEATURE_VERSION 1;
-tests/test_blockmodel_features.py keeps that formulation as the reference).
+to the per-block formulation of each version (tests/test_blockmodel_features.py keeps
+it as the reference).
+
+Feature versions (a model's config.json records the one it was trained on; the model
+loader runs each model with its own version and refuses any other):
+
+* 1: words are ``\\w+`` runs (a whole Chinese/Japanese run is one "word"), punctuation
+  and sentence ends are ASCII ``.,;:!?`` / ``.!?``, capitalised words are Latin only.
+* 2 (``FEATURE_VERSION``, language-independent): each CJK ideograph, kana or
+  half-width kana is a word of its own (``_CJK``) for the word counts, the word length
+  and the first/last word tokens; punctuation and sentence ends include the CJK,
+  full-width, Arabic, Devanagari, Greek, Armenian, Ethiopic and Myanmar forms
+  (``_PUNCT_V2``, ``_SENTENCE_SPACED_V2``, ``_SENTENCE_ANY_V2``); the capital feature is
+  the share of capitalised words (Unicode Lu/Lt first letter) among the words whose first
+  letter has a case (Ll/Lu/Lt), so caseless scripts give 0 instead of a diluted share;
+  a text also ends like a sentence with CJK/Indic/Arabic terminals and closing quotes,
+  and "..." or "\\u2026" (an ellipsis) marks a truncated teaser.
 
 Pure functions (no torch, no Spark): the same code runs in training, in Spark
 executors and in tests. Deterministic: xxhash with a fixed seed, no Python ``hash``.
@@ -28,6 +43,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from typing import Sequence
 
@@ -35,7 +51,8 @@ import numpy as np
 import xxhash
 from selectolax.lexbor import LexborHTMLParser
 
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
+FEATURE_VERSIONS = (1, 2)   # computable here; a model trained on another version is refused
 MAX_TOKENS = 48          # hashed tokens per block (padded with 0 = no token)
 N_FIRST_WORDS = 8
 N_LAST_WORDS = 3
@@ -59,6 +76,21 @@ _CAP_WORD_RE = re.compile(r"(?:^|\s)[A-Z\u00c0-\u00de]")
 _SENTENCE_END_RE = re.compile(r"[.!?](?:\s|$)")
 _SPACE_RE = re.compile(r"\s")
 _TERMINAL = (".", "!", "?", "\u3002", '"', "\u201d", ")")
+# Version 2. CJK: ideographs (with the iteration/ideographic-number marks), hiragana,
+# katakana (with the prolonged sound mark), half-width katakana; every one a word
+# character. Hangul is written with spaces and keeps its words.
+_CJK = ("\u3005\u3007\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3400-\u4dbf"
+        "\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9d\U00020000-\U0003134f")
+_CJK_RE = re.compile(f"(?=\\w)[{_CJK}]")        # assigned (word) characters of the ranges
+_WORD_RE_V2 = re.compile(f"(?=\\w)[{_CJK}]|[^\\W{_CJK}]+")
+_PUNCT_V2 = frozenset(".,;:!?" "\u3001\u3002\uff0c\uff0e\uff1a\uff1b\uff01\uff1f\uff61\uff64"
+                      "\u060c\u061b\u061f\u06d4\u0964\u0965\u037e\u0589\u1362\u1363\u1364\u104a\u104b"
+                      "\u00a1\u00bf\u2026")
+_SENTENCE_SPACED_V2 = frozenset(".!?\u061f\u06d4\u0964\u0965\u037e\u0589\u1362\u104b\u2026")  # + space or end
+_SENTENCE_ANY_V2 = frozenset("\u3002\uff01\uff1f\uff61")   # CJK sentence ends: no space follows them
+_TERMINAL_V2 = _TERMINAL + ("\uff01", "\uff1f", "\uff61", "\u300d", "\u300f", "\u00bb", "\u2019",
+                            "\u0964", "\u0965", "\u061f", "\u06d4", "\u2026")
+_TRUNCATED_V2 = ("...", "\u2026")
 _PIPES = ("|", "\u00b7", "\u2022")
 _FIRST_WORD_PREFIXES = ("w0:", "w1:") + ("w:",) * (N_FIRST_WORDS - 2)   # token of the k-th word
 _WORD_WINDOW = 128       # characters searched at each end of a long text for its edge words
@@ -347,24 +379,34 @@ def _page_node_stats(nodes: list, one_document: bool):
 
 
 # Character classes of the numeric statistics, one bit each; a code point's bits come
-# from the same str methods and regexes the statistics are defined with.
+# from the same str methods, regexes, sets and Unicode categories the statistics are
+# defined with (v2: _F_PUNCT2 .. _F_CJK).
 (_F_DIGIT, _F_UPPER, _F_ALPHA, _F_PUNCT, _F_PIPE, _F_CAP, _F_SPACE, _F_SENTENCE, _F_WORD,
- _F_LOWER_KEEPS_WORD) = (1 << b for b in range(10))
+ _F_LOWER_KEEPS_WORD, _F_PUNCT2, _F_CAP2, _F_CASED, _F_SENTENCE_SPACED2, _F_SENTENCE_ANY2,
+ _F_CJK) = (1 << b for b in range(16))
 
 
 def _char_flags(cp: int) -> int:
     ch = chr(cp)
     lower = ch.lower()
-    keeps_word = len(lower) == 1 and bool(_WORD_RE.match(lower)) == bool(_WORD_RE.match(ch))
+    keeps_word = (len(lower) == 1 and bool(_WORD_RE.match(lower)) == bool(_WORD_RE.match(ch))
+                  and bool(_CJK_RE.match(lower)) == bool(_CJK_RE.match(ch)))
+    category = unicodedata.category(ch)
     return ((_F_DIGIT if ch.isdigit() else 0) | (_F_UPPER if ch.isupper() else 0)
             | (_F_ALPHA if ch.isalpha() else 0) | (_F_PUNCT if _PUNCT_RE.match(ch) else 0)
             | (_F_PIPE if ch in _PIPES else 0) | (_F_CAP if _CAP_WORD_RE.match(" " + ch) else 0)
             | (_F_SPACE if _SPACE_RE.match(ch) else 0)
             | (_F_SENTENCE if ch in ".!?" else 0) | (_F_WORD if _WORD_RE.match(ch) else 0)
-            | (_F_LOWER_KEEPS_WORD if keeps_word else 0))
+            | (_F_LOWER_KEEPS_WORD if keeps_word else 0)
+            | (_F_PUNCT2 if ch in _PUNCT_V2 else 0)
+            | (_F_CAP2 if category in ("Lu", "Lt") else 0)
+            | (_F_CASED if category in ("Lu", "Lt", "Ll") else 0)
+            | (_F_SENTENCE_SPACED2 if ch in _SENTENCE_SPACED_V2 else 0)
+            | (_F_SENTENCE_ANY2 if ch in _SENTENCE_ANY_V2 else 0)
+            | (_F_CJK if _CJK_RE.match(ch) else 0))
 
 
-_ASCII_FLAGS = np.array([_char_flags(cp) for cp in range(128)], dtype=np.uint16)
+_ASCII_FLAGS = np.array([_char_flags(cp) for cp in range(128)], dtype=np.uint32)
 
 
 def _flags_of(code_points: np.ndarray) -> np.ndarray:
@@ -372,7 +414,7 @@ def _flags_of(code_points: np.ndarray) -> np.ndarray:
     wide = code_points >= 128
     if wide.any():
         unique, inverse = np.unique(code_points[wide], return_inverse=True)
-        table = np.empty(len(unique), dtype=np.uint16)
+        table = np.empty(len(unique), dtype=np.uint32)
         for j, cp in enumerate(unique.tolist()):
             value = _CHAR_FLAGS.get(cp)
             if value is None:
@@ -391,16 +433,30 @@ def _joined_code_points(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, n
     return code_points, lengths, starts, ends
 
 
-def _word_counts(lowered: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def _word_starts(flags: np.ndarray, at_start: np.ndarray, version: int) -> tuple[np.ndarray, np.ndarray]:
+    """(word characters, word starts) of joined texts: the matches of ``_WORD_RE`` (v1:
+    maximal runs of word characters, one starts at a word character that begins its text
+    or follows a non-word character) or of ``_WORD_RE_V2`` (also every CJK character
+    starts a word, and so does the character after one)."""
+    word = (flags & _F_WORD) != 0
+    before = np.zeros(len(word), dtype=bool)
+    before[1:] = word[:-1]
+    starts = word & (at_start | ~before)
+    if version >= 2:
+        cjk = (flags & _F_CJK) != 0
+        after_cjk = np.zeros(len(word), dtype=bool)
+        after_cjk[1:] = cjk[:-1]
+        starts |= word & (cjk | after_cjk)
+    return word, starts
+
+
+def _word_counts(lowered: Sequence[str], version: int = FEATURE_VERSION) -> tuple[np.ndarray, np.ndarray]:
     """Per text: number of words and of word characters, where the words are the matches
-    of ``_WORD_RE`` (maximal runs of word characters: one starts at a word character that
-    begins its text or follows a non-word character)."""
+    of the version's word regex (``_word_starts``) in the lowercased text."""
     code_points, lengths, starts, ends = _joined_code_points(lowered)
-    word = (_flags_of(code_points) & _F_WORD) != 0
-    run_start = word.copy()
-    run_start[1:] &= ~word[:-1]
-    text_starts = starts[lengths > 0]
-    run_start[text_starts] = word[text_starts]
+    at_start = np.zeros(len(code_points), dtype=bool)
+    at_start[starts[lengths > 0]] = True
+    word, run_start = _word_starts(_flags_of(code_points), at_start, version)
     cumulative = np.zeros((2, len(code_points) + 1), dtype=np.int64)   # column 0 stays 0
     cumulative[0, 1:] = np.cumsum(run_start)
     cumulative[1, 1:] = np.cumsum(word)
@@ -408,35 +464,43 @@ def _word_counts(lowered: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return counts[0], counts[1]
 
 
-def _edge_words(lowered: str) -> tuple[list[str], list[str]]:
-    """The first N_FIRST_WORDS and the last N_LAST_WORDS ``_WORD_RE`` matches of a text.
+def _edge_words(lowered: str, word_re=None) -> tuple[list[str], list[str]]:
+    """The first N_FIRST_WORDS and the last N_LAST_WORDS matches of ``word_re`` (default:
+    the current version's word regex) in a text.
 
     A long text is only searched near its ends: the k-th match before a cut is the k-th
     of the whole text when another match follows it before the cut (it ended there), and
     the last matches after a cut are the text's last ones when another match precedes
-    them (only the first match after a cut can start inside a word).
+    them (only the first match after a cut can start inside a word; a CJK character is a
+    whole match).
     """
+    if word_re is None:
+        word_re = _WORD_RE_V2
     size = len(lowered)
     if size > 2 * _WORD_WINDOW:
-        head = _WORD_RE.findall(lowered, 0, _WORD_WINDOW)
+        head = word_re.findall(lowered, 0, _WORD_WINDOW)
         if len(head) > N_FIRST_WORDS:
-            tail = _WORD_RE.findall(lowered, size - _WORD_WINDOW)
+            tail = word_re.findall(lowered, size - _WORD_WINDOW)
             if len(tail) > N_LAST_WORDS:
                 return head[:N_FIRST_WORDS], tail[-N_LAST_WORDS:]
-    words = _WORD_RE.findall(lowered)
+    words = word_re.findall(lowered)
     return words[:N_FIRST_WORDS], words[-N_LAST_WORDS:]
 
 
-def _char_counts(texts: Sequence[str], lowered: Sequence[str]) -> dict[str, np.ndarray]:
+def _char_counts(texts: Sequence[str], lowered: Sequence[str],
+                 version: int = FEATURE_VERSION) -> dict[str, np.ndarray]:
     """Per text: digits, upper, letters, punctuation, pipes, capitalised words, sentence
-    ends, and the words and word characters of its lowercased form (``lowered``).
+    ends, and the words and word characters of its lowercased form (``lowered``); v2
+    also "cased_words".
 
     Counted over the code points of the joined texts; a capitalised word is a cap letter
-    at a text's start or after whitespace (``_CAP_WORD_RE``), a sentence end is one of
-    ``.!?`` at a text's end or before whitespace (``_SENTENCE_END_RE``). Lowercasing
-    keeps each character's place and word-ness unless the page has a character that it
-    expands or makes a non-word one (such as I with a dot: i + a combining dot); only
-    then are the words counted in the lowercased texts themselves.
+    at a text's start or after whitespace (v1: ``_CAP_WORD_RE``; v2: a Lu/Lt letter, and
+    a cased word one of Lu/Lt/Ll there), a sentence end is one of ``.!?`` at a text's
+    end or before whitespace (v1: ``_SENTENCE_END_RE``; v2: ``_SENTENCE_SPACED_V2`` there
+    or ``_SENTENCE_ANY_V2`` anywhere). Lowercasing keeps each character's place,
+    word-ness and CJK-ness unless the page has a character that it expands or makes a
+    non-word one (such as I with a dot: i + a combining dot); only then are the words
+    counted in the lowercased texts themselves.
     """
     code_points, lengths, starts, ends = _joined_code_points(texts)
     flags = _flags_of(code_points)
@@ -453,24 +517,36 @@ def _char_counts(texts: Sequence[str], lowered: Sequence[str]) -> dict[str, np.n
     before_space[:-1] = space[1:]
 
     keeps_words = bool(((flags & _F_LOWER_KEEPS_WORD) != 0).all())
-    masks = np.zeros((9 if keeps_words else 7, total + 1), dtype=np.int32)   # column 0 stays 0
+    word_start = at_start | after_space
+    v2 = version >= 2
+    names = ["digits", "upper", "letters", "punct", "pipes", "cap_words", "sentences"]
+    if v2:
+        names.append("cased_words")
+    n_rows = len(names)
+    masks = np.zeros((n_rows + 2 if keeps_words else n_rows, total + 1), dtype=np.int32)   # column 0 stays 0
     masks[0, 1:] = (flags & _F_DIGIT) != 0
     masks[1, 1:] = (flags & _F_UPPER) != 0
     masks[2, 1:] = (flags & _F_ALPHA) != 0
-    masks[3, 1:] = (flags & _F_PUNCT) != 0
+    if v2:
+        masks[3, 1:] = (flags & _F_PUNCT2) != 0
+        masks[5, 1:] = ((flags & _F_CAP2) != 0) & word_start
+        masks[6, 1:] = (((flags & _F_SENTENCE_SPACED2) != 0) & (at_end | before_space)
+                        | ((flags & _F_SENTENCE_ANY2) != 0))
+        masks[7, 1:] = ((flags & _F_CASED) != 0) & word_start
+    else:
+        masks[3, 1:] = (flags & _F_PUNCT) != 0
+        masks[5, 1:] = ((flags & _F_CAP) != 0) & word_start
+        masks[6, 1:] = ((flags & _F_SENTENCE) != 0) & (at_end | (before_space & ~at_end))
     masks[4, 1:] = (flags & _F_PIPE) != 0
-    masks[5, 1:] = ((flags & _F_CAP) != 0) & (at_start | after_space)
-    masks[6, 1:] = ((flags & _F_SENTENCE) != 0) & (at_end | (before_space & ~at_end))
-    if keeps_words:   # a word starts at a word character that starts its text or follows a non-word one
-        word = (flags & _F_WORD) != 0
-        after_word = np.zeros(total, dtype=bool)
-        after_word[1:] = word[:-1]
-        masks[7, 1:] = word & (at_start | ~after_word)
-        masks[8, 1:] = word
+    if keeps_words:
+        word, run_start = _word_starts(flags, at_start, version)
+        masks[n_rows, 1:] = run_start
+        masks[n_rows + 1, 1:] = word
     cumulative = np.cumsum(masks, axis=1)
     counts = cumulative[:, ends] - cumulative[:, starts]
-    out = dict(zip(("digits", "upper", "letters", "punct", "pipes", "cap_words", "sentences"), counts))
-    out["words"], out["word_chars"] = (counts[7], counts[8]) if keeps_words else _word_counts(lowered)
+    out = dict(zip(names, counts))
+    out["words"], out["word_chars"] = ((counts[n_rows], counts[n_rows + 1]) if keeps_words
+                                       else _word_counts(lowered, version))
     return out
 
 
@@ -480,13 +556,16 @@ def _share(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 
 
 def _page_tokens(blocks: list[str], paths: list[str], texts: list[str], lowered: list[str],
-                 inner_tags: list[set[str]], n_buckets: int) -> tuple[list[int], list[int], list[int], list[tuple]]:
+                 inner_tags: list[set[str]], n_buckets: int,
+                 version: int) -> tuple[list[int], list[int], list[int], list[tuple]]:
     """(bucket ids of every block's tokens in a row, tokens per block, ancestor depth per
     block, (is heading, in a table, in a list, ends like a sentence) per block)."""
     token_ids: list[int] = []
     n_tokens, depth, structure = [], [], []
     token_cache = _token_cache(n_buckets)
     n_paths = len(paths)
+    word_re = _WORD_RE_V2 if version >= 2 else _WORD_RE
+    terminal = _TERMINAL_V2 if version >= 2 else _TERMINAL
     for i in range(len(blocks)):
         block = blocks[i]
         root_tag, root_ids = _root_summary(block or "", n_buckets)
@@ -494,7 +573,7 @@ def _page_tokens(blocks: list[str], paths: list[str], texts: list[str], lowered:
                                                                 root_tag, n_buckets)
         row = root_ids + path_ids + _inner_summary(frozenset(inner_tags[i]), root_tag, n_buckets)
         token_ids += row
-        first, last = _edge_words(lowered[i])
+        first, last = _edge_words(lowered[i], word_re)
         for k in range(len(first)):
             token = _FIRST_WORD_PREFIXES[k] + first[k]
             value = token_cache.get(token)
@@ -505,13 +584,16 @@ def _page_tokens(blocks: list[str], paths: list[str], texts: list[str], lowered:
             token_ids.append(value if value is not None else _bucket(token, n_buckets))
         n_tokens.append(len(row) + len(first) + len(last))
         depth.append(path_depth)
-        structure.append((root_tag in _HEADINGS, in_table, in_list, texts[i].rstrip().endswith(_TERMINAL)))
+        structure.append((root_tag in _HEADINGS, in_table, in_list, texts[i].rstrip().endswith(terminal)))
     return token_ids, n_tokens, depth, structure
 
 
 def page_features(blocks: Sequence[str], paths: Sequence[str] | None = None, *,
-                  n_buckets: int = 1 << 15) -> tuple[np.ndarray, np.ndarray]:
-    """Features of one page: (token ids int32 [n, MAX_TOKENS], numeric float32 [n, N_NUMERIC])."""
+                  n_buckets: int = 1 << 15, version: int = FEATURE_VERSION) -> tuple[np.ndarray, np.ndarray]:
+    """Features of one page: (token ids int32 [n, MAX_TOKENS], numeric float32 [n, N_NUMERIC]),
+    in feature version ``version`` (the one the model was trained on)."""
+    if version not in FEATURE_VERSIONS:
+        raise ValueError(f"block features v{version} are not computable here (versions {FEATURE_VERSIONS})")
     n = len(blocks)
     ids = np.zeros((n, MAX_TOKENS), dtype=np.int32)
     if n == 0:
@@ -520,7 +602,7 @@ def page_features(blocks: Sequence[str], paths: Sequence[str] | None = None, *,
     texts, link_chars, inner_tags, n_li, has_img = _page_node_stats(nodes, one_document)
     lowered = [text.lower() for text in texts]     # words are matched in the lowercased text
     token_ids, n_tokens, depth, structure = _page_tokens(
-        list(blocks), list(paths) if paths is not None else [], texts, lowered, inner_tags, n_buckets)
+        list(blocks), list(paths) if paths is not None else [], texts, lowered, inner_tags, n_buckets, version)
     ids[np.arange(MAX_TOKENS)[None, :] < np.asarray(n_tokens)[:, None]] = token_ids
     depth = np.asarray(depth, dtype=np.int64)
     flags = np.asarray(structure, dtype=bool)   # is_heading, in_table, in_list, ends_terminal
@@ -528,7 +610,7 @@ def page_features(blocks: Sequence[str], paths: Sequence[str] | None = None, *,
     # Numeric statistics in float64 with the operations (and their order) of the
     # per-block definition, then one cast to float32: bit-identical to it. Logarithms
     # go through math (libm), as numpy's vectorized log may differ in the last bit.
-    counts = _char_counts(texts, lowered)
+    counts = _char_counts(texts, lowered, version)
     n_words, word_chars = counts["words"], counts["word_chars"]
     n_chars = np.fromiter((len(t) for t in texts), dtype=np.int64, count=n)
     char_logs = np.array([math.log1p(c) for c in n_chars.tolist()], dtype=np.float64)
@@ -558,9 +640,11 @@ def page_features(blocks: Sequence[str], paths: Sequence[str] | None = None, *,
         np.asarray(has_img, dtype=bool),
         np.minimum(1.0, np.asarray(n_li, dtype=np.int64) / 10.0),
         np.minimum(1.0, counts["pipes"] / wide_words),
-        counts["cap_words"] / wide_words,
+        (_share(counts["cap_words"], counts["cased_words"]) if version >= 2
+         else counts["cap_words"] / wide_words),
         repeat_logs,
-        np.fromiter((t.endswith("...") for t in texts), dtype=bool, count=n) & (n_chars >= 450),
+        np.fromiter((t.endswith(_TRUNCATED_V2 if version >= 2 else "...") for t in texts),
+                    dtype=bool, count=n) & (n_chars >= 450),
         sentence_logs / 4.0,
         flags[:, 0],
         flags[:, 1],

@@ -28,9 +28,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION, MAX_TOKENS, N_NUMERIC, page_features
+from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, FEATURE_VERSIONS, MAX_TOKENS, N_NUMERIC,
+                                                      page_features)
 
-MODEL_ID = "pulpie-spark/default-v1"
+MODEL_ID = f"pulpie-spark/default-v{FEATURE_VERSION}"
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 
@@ -188,10 +189,14 @@ def load_model(directory: str | os.PathLike, device: str | None = None) -> Block
     from safetensors.torch import load_file
 
     directory = Path(directory)
-    config = BlockModelConfig.from_dict(json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8")))
-    if config.feature_version != FEATURE_VERSION:
+    raw = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
+    if "feature_version" not in raw:
+        raise ValueError(f"model at {directory} does not record its block feature version (config.json "
+                         f"feature_version); this code computes versions {FEATURE_VERSIONS}")
+    config = BlockModelConfig.from_dict(raw)
+    if config.feature_version not in FEATURE_VERSIONS:
         raise ValueError(f"model at {directory} was trained on block features v{config.feature_version}, "
-                         f"this code computes v{FEATURE_VERSION}: retrain or use a matching version")
+                         f"this code computes versions {FEATURE_VERSIONS}: retrain or use a matching version")
     model = BlockSequenceModel(config)
     model.load_state_dict(load_file(str(directory / WEIGHTS_FILE)))
     model.eval()
@@ -208,8 +213,9 @@ class DefaultBlockClassifier:
         self.batch_pages = batch_pages
 
     def features(self, pages, paths=None):
+        # Each model runs with the feature version it was trained on (config.json).
         return [page_features(blocks, paths[i] if paths is not None else None,
-                              n_buckets=self.model.config.n_buckets)
+                              n_buckets=self.model.config.n_buckets, version=self.model.config.feature_version)
                 for i, blocks in enumerate(pages)]
 
     def predict_proba_features(self, feats: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:

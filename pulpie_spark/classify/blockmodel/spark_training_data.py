@@ -11,12 +11,12 @@ from typing import Sequence
 
 EXAMPLE_SCHEMA = ("source string, page_id string, split string, kept boolean, gold_recall double, "
                   "error string, n_blocks int, ids array<int>, numeric array<float>, labels array<tinyint>, "
-                  "words array<int>, teacher array<float>")
+                  "words array<int>, teacher array<float>, feature_version int")
 EXAMPLE_COLUMNS = ["source", "page_id", "split", "kept", "gold_recall", "error", "n_blocks", "ids",
-                   "numeric", "labels", "words", "teacher"]
+                   "numeric", "labels", "words", "teacher", "feature_version"]
 
 
-def _examples_fn(teacher_name: str | None, min_recall: float, n_buckets: int):
+def _examples_fn(teacher_name: str | None, min_recall: float, n_buckets: int, feature_version: int):
     def fn(batches):
         from pulpie_spark.classify.blockmodel.data import build_examples
 
@@ -27,7 +27,7 @@ def _examples_fn(teacher_name: str | None, min_recall: float, n_buckets: int):
             teacher = load_classifier(teacher_name)
         for pdf in batches:
             frame = build_examples(pdf, min_recall=min_recall, keep_unconfident=True, teacher=teacher,
-                                   n_buckets=n_buckets)
+                                   n_buckets=n_buckets, feature_version=feature_version)
             frame["n_blocks"] = frame["n_blocks"].astype("int32")
             yield frame[EXAMPLE_COLUMNS]
     return fn
@@ -35,8 +35,11 @@ def _examples_fn(teacher_name: str | None, min_recall: float, n_buckets: int):
 
 def build_feature_cache(spark, input_path: str, cache_path: str, *, sources: Sequence[str] | None = None,
                         limit: int | None = None, teacher: str | None = None, min_recall: float = 0.7,
-                        n_buckets: int) -> None:
+                        n_buckets: int, feature_version: int | None = None) -> None:
     """Read a labelled table (``html`` + ``gold_text`` or ``labels``) and write the examples cache."""
+    from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
+
+    feature_version = FEATURE_VERSION if feature_version is None else feature_version
     from pyspark.sql import functions as F
 
     df = spark.read.parquet(input_path)
@@ -56,5 +59,5 @@ def build_feature_cache(spark, input_path: str, cache_path: str, *, sources: Seq
         df = df.withColumn("split", F.when(F.crc32(F.col("page_id")) % 10 == 0, "dev").otherwise("train"))
     keep = [c for c in ("source", "page_id", "split", "html", "gold_text", "labels", "declared_charset")
             if c in df.columns]
-    out = df.select(*keep).mapInPandas(_examples_fn(teacher, min_recall, n_buckets), EXAMPLE_SCHEMA)
+    out = df.select(*keep).mapInPandas(_examples_fn(teacher, min_recall, n_buckets, feature_version), EXAMPLE_SCHEMA)
     out.write.mode("overwrite").parquet(cache_path)

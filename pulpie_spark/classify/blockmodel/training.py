@@ -31,7 +31,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from pulpie_spark.classify.blockmodel.data import PageExample, examples_to_frame, frame_to_examples  # noqa: F401
+from pulpie_spark.classify.blockmodel.data import (PageExample, check_cache_version, examples_to_frame,  # noqa: F401
+                                                  frame_to_examples)
 from pulpie_spark.classify.blockmodel.model import BlockModelConfig, BlockSequenceModel, collate, save_model
 
 log = logging.getLogger("pulpie_spark.classify.blockmodel")
@@ -275,7 +276,9 @@ def train_entry(cache_path: str, output: str, config_json: str, distill: bool) -
     cfg_dict = json.loads(config_json)
     model_cfg = BlockModelConfig.from_dict(cfg_dict.pop("model", {}))
     cfg = TrainConfig(**cfg_dict, model=model_cfg)
-    train_rows, dev_rows = training_rows(pd.read_parquet(cache_path), cfg.max_pages_per_source, cfg.seed)
+    cache = pd.read_parquet(cache_path)
+    check_cache_version(cache, model_cfg.feature_version, f"features cache {cache_path}")
+    train_rows, dev_rows = training_rows(cache, cfg.max_pages_per_source, cfg.seed)
     train = frame_to_examples(train_rows)
     dev = frame_to_examples(dev_rows)
     _, report = train_model(train, dev, cfg, output_dir=output, distill=distill)
