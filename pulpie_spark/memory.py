@@ -14,8 +14,9 @@ Parquet row group is read by one task whatever its size. Pages are 10 KB to 50 M
 * :func:`spread` hash-partitions a table whose partitions hold more than
   ``spark.pulpie.read.partitionBytes`` (default 64 MiB) of data, or fewer partitions
   than task slots, so one huge row group is processed by every core.
-* :func:`check_fits` refuses, before any work, a table holding a page that the heap
-  cannot hold (``InputTooLarge`` names the setting to raise).
+* :func:`check_fits` refuses, before any work, a table holding a row that the heap
+  cannot even read (``InputTooLarge`` names the setting to raise); a page it can read but
+  not parse (:func:`largest_page_for_heap`) is rejected alone, as ``html_too_large``.
 
 And for the Python workers, which live for the whole job and see every batch:
 
@@ -61,6 +62,12 @@ FOOTER_SAMPLE = 64  # footers read at most (the largest files first)
 # The extract job rejects larger pages as html_too_large (spark_pipeline.html_byte_limit).
 HEAP_BASE_BYTES = 400 * MiB
 HEAP_PER_PAGE_BYTE = 96
+# JVM heap per byte of the largest ROW that is only read, rejected in SQL and written (a
+# page over the size guard never reaches the per-page stages): at 1g the adversarial
+# corpus's 50 MB page completes and a 100 MiB page alone dies with OutOfMemoryError (the
+# Parquet writer copies the value into its column statistics), so 6.2 < per-byte <= 12.5
+# with the 400 MiB base; 13 keeps 1g under the measured pass (1g: rows to 48 MiB).
+HEAP_PER_READ_BYTE = 13
 
 
 class InputTooLarge(ValueError):
@@ -129,6 +136,15 @@ def largest_page_for_heap(heap: int) -> int:
 
 def heap_for_page(page_bytes: int) -> int:
     return HEAP_BASE_BYTES + HEAP_PER_PAGE_BYTE * page_bytes
+
+
+def largest_row_for_heap(heap: int) -> int:
+    """The largest row a task can read, reject and write with ``heap`` bytes of JVM heap."""
+    return max(0, (heap - HEAP_BASE_BYTES) // HEAP_PER_READ_BYTE)
+
+
+def heap_for_row(row_bytes: int) -> int:
+    return HEAP_BASE_BYTES + HEAP_PER_READ_BYTE * row_bytes
 
 
 def _open_footer(path: str):
@@ -229,18 +245,20 @@ def _malloc_trim():
 
 
 def check_fits(spark, footprint: Footprint | None, what: str = "input") -> None:
-    """Raise :class:`InputTooLarge` when the table surely holds a page the heap cannot
-    process (the densest row group's mean row is above the limit: its largest row is too)."""
+    """Raise :class:`InputTooLarge` when the table surely holds a row the heap cannot even
+    read and write (the densest row group's mean row is above :func:`largest_row_for_heap`:
+    its largest row is too). Pages that can be read but not parsed are rejected one by one
+    (``html_too_large``: spark_pipeline.html_byte_limit)."""
     if footprint is None:
         return
     heap = heap_bytes(spark)
-    limit = largest_page_for_heap(heap)
+    limit = largest_row_for_heap(heap)
     if footprint.min_largest_page > limit:
-        need = heap_for_page(footprint.min_largest_page)
+        need = heap_for_row(footprint.min_largest_page)
         key = heap_setting(spark)
         raise InputTooLarge(
-            f"{what} holds a page of at least {footprint.min_largest_page / MiB:.0f} MiB; with {key}="
-            f"{heap / MiB:.0f}m a core can process pages up to {limit / MiB:.0f} MiB. "
+            f"{what} holds a row of at least {footprint.min_largest_page / MiB:.0f} MiB; with {key}="
+            f"{heap / MiB:.0f}m a task can read rows up to {limit / MiB:.0f} MiB. "
             f"Raise {key} to at least {math.ceil(need / MiB)}m (see docs/running.md, 'Memory').")
 
 
