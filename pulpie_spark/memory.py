@@ -35,6 +35,7 @@ import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlparse
 
 log = logging.getLogger(__name__)
@@ -230,19 +231,15 @@ def release_freed_memory() -> None:
         trim(0)
 
 
-_TRIM: list = []
-
-
+@lru_cache(maxsize=1)
 def _malloc_trim():
     """glibc's ``malloc_trim``, or None (musl, macOS)."""
-    if not _TRIM:
-        try:
-            import ctypes
+    try:
+        import ctypes
 
-            _TRIM.append(ctypes.CDLL("libc.so.6").malloc_trim)
-        except (OSError, AttributeError):
-            _TRIM.append(None)
-    return _TRIM[0]
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def check_fits(spark, footprint: Footprint | None, what: str = "input") -> None:

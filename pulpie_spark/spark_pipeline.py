@@ -287,12 +287,12 @@ def _spark_path(path: str) -> str:
     return spark_path(path)
 
 
-# Arrow batches to and from Python: few rows, and bounded in bytes (page sizes vary by
-# orders of magnitude). Set for the job's actions when the user has not set them. The
-# rows per batch are sized from the input's footers (memory.arrow_batch_rows), since
-# Spark 4.3 does not apply maxBytesPerBatch to pandas_udf / mapInPandas batches.
+# Arrow batches to and from Python, bounded in bytes (page sizes vary by orders of
+# magnitude). Set for the job's actions when the user has not set them. The bound that
+# holds is the rows per batch, sized from the input's footers in run_extract
+# (memory.arrow_batch_rows): Spark 4.3 does not apply maxBytesPerBatch to pandas_udf /
+# mapInPandas batches, which is set for the Arrow paths that do.
 ARROW_BATCH_SETTINGS = {
-    "spark.sql.execution.arrow.maxRecordsPerBatch": str(256),
     "spark.sql.execution.arrow.maxBytesPerBatch": str(16 << 20),
 }
 
