@@ -65,6 +65,10 @@ class EvaluateJob(SparkJob):
                           help="train pages per source per fold (as jobs/train.py --max-pages-per-source)")
         loso.add_argument("--main-weight", type=float, default=None,
                           help="class weight of main blocks (default: n_other / n_main clipped to [1, 5])")
+        loso.add_argument("--token-dropout", type=float, default=0.0,
+                          help="share of hashed block tokens dropped per training step (as jobs/train.py)")
+        loso.add_argument("--container-levels", type=int, default=0,
+                          help="ancestor levels the model pools blocks over (as jobs/train.py)")
         loso.add_argument("--batch-pages", type=int, default=16)
         loso.add_argument("--lr", type=float, default=2e-3)
         loso.add_argument("--patience", type=int, default=4)
@@ -118,9 +122,10 @@ class EvaluateJob(SparkJob):
         train_config = {"epochs": args.epochs, "batch_pages": args.batch_pages, "lr": args.lr,
                         "patience": args.patience, "seed": args.seed, "threads": args.threads,
                         "max_minutes": args.max_minutes, "max_pages_per_source": args.max_pages_per_source,
-                        "main_weight": args.main_weight,
+                        "main_weight": args.main_weight, "token_dropout": args.token_dropout,
                         "model": {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,
-                                  "feature_version": args.feature_version}}
+                                  "feature_version": args.feature_version,
+                                  "container_levels": args.container_levels}}
         sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
         result = run_loso(args.input, args.output, train_config=train_config,
                           min_fold_pages=args.min_fold_pages, workers=args.workers, fallback=args.fallback,

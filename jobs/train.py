@@ -49,6 +49,10 @@ class TrainJob(SparkJob):
         parser.add_argument("--epochs", type=int, default=20)
         parser.add_argument("--main-weight", type=float, default=None,
                           help="class weight of main blocks (default: n_other / n_main clipped to [1, 5])")
+        parser.add_argument("--token-dropout", type=float, default=0.0,
+                            help="share of hashed block tokens dropped per training step (regularisation)")
+        parser.add_argument("--container-levels", type=int, default=0,
+                            help="ancestor levels whose blocks the model pools together (0: none)")
         parser.add_argument("--batch-pages", type=int, default=16)
         parser.add_argument("--lr", type=float, default=2e-3)
         parser.add_argument("--patience", type=int, default=4)
@@ -107,11 +111,12 @@ class TrainJob(SparkJob):
         cfg = TrainConfig(epochs=args.epochs, batch_pages=args.batch_pages, lr=args.lr,
                           patience=args.patience, seed=args.seed, threads=args.threads,
                           max_minutes=args.max_minutes, max_pages_per_source=args.max_pages_per_source,
-                          main_weight=args.main_weight,
+                          main_weight=args.main_weight, token_dropout=args.token_dropout,
                           device="cuda" if args.use_gpu else "cpu")
         cfg_dict = {k: v for k, v in cfg.__dict__.items() if k != "model"}
         cfg_dict["model"] = {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,
-                             "feature_version": args.feature_version}
+                             "feature_version": args.feature_version,
+                             "container_levels": args.container_levels}
         config_json = json.dumps(cfg_dict)
         distill = bool(args.teacher)
         if args.distributor == "torch":

@@ -52,6 +52,18 @@ def test_train_job_builds_cache_prints_coverage_and_saves_model(spark, tmp_path,
     assert job.run(spark, args) == 0
     assert (tmp_path / "model2" / "model.safetensors").read_bytes() == first
 
+    # the Spark cache carries the container groups; a pooling model with token dropout trains on it
+    from pulpie_spark.classify.blockmodel.data import CACHED_CONTAINER_LEVELS
+
+    assert all(len(r.groups) == CACHED_CONTAINER_LEVELS * r.n_blocks for r in kept.itertuples())
+    args = _args(job, tmp_path, data_dir, "--reuse-cache", "--container-levels", "2", "--token-dropout", "0.2")
+    args.output = str(tmp_path / "model3")
+    assert job.run(spark, args) == 0
+    config = json.loads((tmp_path / "model3" / "config.json").read_text())
+    assert config["container_levels"] == 2 and config["training"]["config"]["token_dropout"] == 0.2
+    pooled = DefaultBlockClassifier(load_model(tmp_path / "model3"))
+    assert pooled.predict_proba([["<p _item_id=\"1\">Some text here.</p>"]], [["html > body > p"]])[0].shape == (1,)
+
 
 def test_train_job_through_torch_distributor_local_mode(spark, tmp_path, data_dir, capsys):
     pytest.importorskip("pyspark.ml.torch.distributor")

@@ -18,10 +18,14 @@ from selectolax.lexbor import LexborHTMLParser
 
 from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, MAX_TOKENS, N_NUMERIC, block_texts,
                                                       page_features)
+from pulpie_spark.classify.blockmodel.containers import container_groups
 from pulpie_spark.classify.blockmodel.labels import label_blocks, normalize_words
 from pulpie_spark import reasons
 
 log = logging.getLogger("pulpie_spark.classify.blockmodel")
+# Container group levels stored in a features cache (a model uses the first
+# ``container_levels`` of them; containers.py). Cheap: string splits of the paths.
+CACHED_CONTAINER_LEVELS = 3
 
 
 @dataclass
@@ -31,6 +35,7 @@ class PageExample:
     labels: np.ndarray              # [n] int64 (1 main, 0 other)
     words: np.ndarray               # [n] int32 words per block (dev weighting)
     teacher: np.ndarray | None = None   # [n] float32 P(main) from a teacher
+    groups: np.ndarray | None = None    # [n, levels] int32 container group ids (containers.py)
 
 
 # ----------------------------------------------------------------------------- tables
@@ -44,6 +49,7 @@ def examples_to_frame(examples: Sequence[PageExample], meta: pd.DataFrame | None
         "labels": [e.labels.astype(np.int8) for e in examples],
         "words": [e.words.astype(np.int32) for e in examples],
         "teacher": [None if e.teacher is None else e.teacher.astype(np.float32) for e in examples],
+        "groups": [None if e.groups is None else e.groups.reshape(-1).astype(np.int32) for e in examples],
     })
     if meta is not None:
         frame = pd.concat([meta.reset_index(drop=True), frame], axis=1)
@@ -55,13 +61,17 @@ def frame_to_examples(frame: pd.DataFrame) -> list[PageExample]:
     for row in frame.itertuples(index=False):
         n = int(row.n_blocks)
         teacher = getattr(row, "teacher", None)
+        groups = getattr(row, "groups", None)
         out.append(PageExample(
             ids=np.asarray(row.ids, dtype=np.int32).reshape(n, MAX_TOKENS),
             numeric=np.asarray(row.numeric, dtype=np.float32).reshape(n, N_NUMERIC),
             labels=np.asarray(row.labels, dtype=np.int64),
             words=np.asarray(row.words, dtype=np.int32),
             teacher=None if teacher is None or (not isinstance(teacher, np.ndarray) and pd.isna(teacher))
-            else np.asarray(teacher, dtype=np.float32)))
+            else np.asarray(teacher, dtype=np.float32),
+            groups=None if groups is None or (not isinstance(groups, np.ndarray) and pd.isna(groups))
+            else np.asarray(groups, dtype=np.int32).reshape(n, -1) if n
+            else np.zeros((0, CACHED_CONTAINER_LEVELS), np.int32)))
     return out
 
 
@@ -165,17 +175,19 @@ def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
             meta["kept"], meta["gold_recall"] = result.kept, result.gold_recall
             meta["error"] = result.reason
         ids, numeric = page_features(blocks, paths, n_buckets=n_buckets, version=feature_version)
+        groups = container_groups(blocks, paths, CACHED_CONTAINER_LEVELS)
         words = np.asarray([len(normalize_words(t)) for t in texts], dtype=np.int32)
         teacher_probs = None
         if teacher is not None:
             teacher_probs = np.asarray(teacher.predict_proba([blocks], [paths] if paths else None)[0],
                                        dtype=np.float32)
         meta_rows.append(meta)
-        examples.append(PageExample(ids, numeric, labels, words, teacher_probs))
+        examples.append(PageExample(ids, numeric, labels, words, teacher_probs, groups))
     if keep_unconfident:
         # Every input page gets a row (errors as empty pages) so coverage can be counted.
         empty = PageExample(np.zeros((0, MAX_TOKENS), np.int32), np.zeros((0, N_NUMERIC), np.float32),
-                            np.zeros(0, np.int64), np.zeros(0, np.int32))
+                            np.zeros(0, np.int64), np.zeros(0, np.int32),
+                            groups=np.zeros((0, CACHED_CONTAINER_LEVELS), np.int32))
         examples = [e if e is not None else empty for e in examples]
         keep = list(range(len(meta_rows)))
     else:

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from pulpie_spark.classify.blockmodel.containers import container_groups
 from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, FEATURE_VERSIONS, MAX_TOKENS, N_NUMERIC,
                                                       page_features)
 
@@ -49,6 +50,7 @@ class BlockModelConfig:
     kernel: int = 5
     dilations: tuple[int, ...] = (1, 2, 4, 8)
     feature_version: int = FEATURE_VERSION
+    container_levels: int = 0      # ancestor levels whose blocks are pooled together (containers.py)
     model_id: str = MODEL_ID
 
     @classmethod
@@ -80,16 +82,29 @@ class BlockSequenceModel(nn.Module):
             context_dim = 2 * config.hidden
         else:
             raise ValueError(f"unknown encoder {config.encoder!r} (conv or gru)")
+        if config.container_levels > 0:
+            # Mean block vector of each ancestor's blocks, before and after the context encoder.
+            pooled_dim = config.container_levels * config.hidden
+            self.container_in = nn.Linear(pooled_dim, config.hidden)
+            self.container_out = nn.Linear(pooled_dim, config.hidden)
+            context_dim += config.hidden
         self.head = nn.Sequential(nn.Dropout(config.dropout), nn.Linear(context_dim + config.hidden, 2))
 
     def forward(self, token_ids: torch.Tensor, numeric: torch.Tensor,
-                lengths: torch.Tensor) -> torch.Tensor:
-        """token_ids [B, T, K] int64, numeric [B, T, F], lengths [B] -> logits [B, T, 2]."""
+                lengths: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        """token_ids [B, T, K] int64, numeric [B, T, F], lengths [B], groups [B, T, L] int64
+        (``collate_groups``; needed when ``container_levels`` > 0) -> logits [B, T, 2]."""
         b, t, k = token_ids.shape
         bag = self.embed(token_ids.reshape(b * t, k)).reshape(b, t, -1)
         x = self.block(torch.cat([bag, self.numeric(numeric)], dim=-1))
         mask = (torch.arange(t, device=x.device)[None, :] < lengths.to(x.device)[:, None]).unsqueeze(-1)
         x = x * mask
+        levels = self.config.container_levels
+        if levels > 0:
+            if groups is None or groups.shape[-1] < levels:
+                raise ValueError(f"this model pools {levels} container levels: pass their group ids")
+            groups = groups[..., :levels].to(x.device)
+            x = (x + F.gelu(self.container_in(_group_means(x, groups, mask)))) * mask
         if self.config.encoder == "gru":
             packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True,
                                                        enforce_sorted=False)
@@ -103,8 +118,28 @@ class BlockSequenceModel(nn.Module):
                 h = (h + F.gelu(norm(_conv_over_blocks(h, conv)))) * mask
             page = h.sum(dim=1, keepdim=True) / lengths.to(x.device).clamp(min=1)[:, None, None].float()
             context = torch.cat([h, self.page(page).expand(-1, t, -1)], dim=-1)
+        if levels > 0:
+            # The encoder's block states (conv: h; gru: its forward direction) pooled per ancestor.
+            states = context[..., :self.config.hidden]
+            context = torch.cat([context, self.container_out(_group_means(states, groups, mask))], dim=-1)
         # The block's own vector next to its context: a residual path for local evidence.
         return self.head(torch.cat([context, x], dim=-1))
+
+
+def _group_means(x: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per block and level, the mean of ``x`` [B, T, C] over the real blocks of that
+    level's group -> [B, T, L*C]. ``groups`` [B, T, L] (``collate_groups``): page-local
+    ids shared across levels (below T*L; padded positions have ids of their own), a
+    block being a member of each of its L groups; one ``index_add`` for all levels."""
+    b, t, c = x.shape
+    levels = groups.shape[-1]
+    values = (x * mask).unsqueeze(2).expand(b, t, levels, c).reshape(-1, c)
+    weight = mask.to(x.dtype).expand(b, t, levels).reshape(-1)
+    index = (groups + (torch.arange(b, device=x.device) * (t * levels))[:, None, None]).reshape(-1)
+    size = b * t * levels
+    sums = torch.zeros(size, c, dtype=x.dtype, device=x.device).index_add(0, index, values)
+    counts = torch.zeros(size, dtype=x.dtype, device=x.device).index_add(0, index, weight)
+    return (sums / counts.clamp(min=1.0)[:, None])[index].reshape(b, t, levels * c)
 
 
 def _conv_over_blocks(h: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
@@ -158,7 +193,8 @@ def collate(features: Sequence[tuple[np.ndarray, np.ndarray]], labels: Sequence[
     ids = np.zeros((b, t, k), dtype=np.int64)
     num = np.zeros((b, t, f), dtype=np.float32)
     lab = np.full((b, t), -100, dtype=np.int64) if labels is not None else None
-    for i, (pid, pnum) in enumerate(features):
+    for i, feature in enumerate(features):
+        pid, pnum = feature[0], feature[1]
         n = len(pid)
         ids[i, :n] = pid
         num[i, :n] = pnum
@@ -167,6 +203,29 @@ def collate(features: Sequence[tuple[np.ndarray, np.ndarray]], labels: Sequence[
     return (torch.from_numpy(ids), torch.from_numpy(num),
             torch.tensor([max(1, n) for n in lengths], dtype=torch.int64),
             torch.from_numpy(lab) if lab is not None else None)
+
+
+def collate_groups(groups: Sequence[np.ndarray | None], t: int, levels: int) -> torch.Tensor:
+    """Container group ids of a batch padded to ``t`` blocks: int64 [B, t, levels].
+
+    Each page's ids (its first ``levels`` columns) are renumbered from 0 in order of first
+    appearance (a window of a long page keeps only some groups), so they stay below
+    n * levels; padded position p, level l gets p * levels + l, which no real block shares."""
+    out = (np.arange(t, dtype=np.int64)[:, None] * levels + np.arange(levels, dtype=np.int64)[None, :])
+    out = np.tile(out[None], (len(groups), 1, 1))
+    for i, g in enumerate(groups):
+        if g is None or g.ndim != 2 or g.shape[1] < levels:
+            raise ValueError(f"the model pools {levels} container levels; page {i} has "
+                             f"{0 if g is None or g.ndim != 2 else g.shape[1]}: rebuild the features cache")
+        n = len(g)
+        if n == 0:
+            continue
+        flat = g[:, :levels].reshape(-1)
+        _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+        out[i, :n] = rank[inverse.reshape(-1)].reshape(n, levels)
+    return torch.from_numpy(out)
 
 
 def save_model(model: BlockSequenceModel, directory: str | os.PathLike, extra: dict | None = None) -> Path:
@@ -213,10 +272,19 @@ class DefaultBlockClassifier:
         self.batch_pages = batch_pages
 
     def features(self, pages, paths=None):
+        """Per page (ids, numeric), plus container group ids when the model pools them."""
         # Each model runs with the feature version it was trained on (config.json).
-        return [page_features(blocks, paths[i] if paths is not None else None,
-                              n_buckets=self.model.config.n_buckets, version=self.model.config.feature_version)
-                for i, blocks in enumerate(pages)]
+        config = self.model.config
+        out = []
+        for i, blocks in enumerate(pages):
+            page_paths = paths[i] if paths is not None else None
+            ids, numeric = page_features(blocks, page_paths, n_buckets=config.n_buckets,
+                                         version=config.feature_version)
+            if config.container_levels > 0:
+                out.append((ids, numeric, container_groups(blocks, page_paths, config.container_levels)))
+            else:
+                out.append((ids, numeric))
+        return out
 
     def predict_proba_features(self, feats: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
         out: list[np.ndarray] = []
@@ -224,10 +292,13 @@ class DefaultBlockClassifier:
             for start in range(0, len(feats), self.batch_pages):
                 chunk = feats[start:start + self.batch_pages]
                 ids, num, lengths, _ = collate(chunk)
-                logits = self.model(ids.to(self.device), num.to(self.device), lengths)
+                levels = self.model.config.container_levels
+                groups = (collate_groups([f[2] if len(f) > 2 else None for f in chunk], ids.shape[1], levels)
+                          if levels > 0 else None)
+                logits = self.model(ids.to(self.device), num.to(self.device), lengths, groups)
                 probs = torch.softmax(logits.float(), dim=-1)[..., 1].cpu().numpy()
-                for i, (pid, _) in enumerate(chunk):
-                    out.append(probs[i, :len(pid)].astype(np.float32))
+                for i, feature in enumerate(chunk):
+                    out.append(probs[i, :len(feature[0])].astype(np.float32))
         return out
 
     def predict_proba(self, pages: Sequence[Sequence[str]],

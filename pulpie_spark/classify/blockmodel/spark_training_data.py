@@ -11,9 +11,9 @@ from typing import Sequence
 
 EXAMPLE_SCHEMA = ("source string, page_id string, split string, kept boolean, gold_recall double, "
                   "error string, n_blocks int, ids array<int>, numeric array<float>, labels array<tinyint>, "
-                  "words array<int>, teacher array<float>, feature_version int")
+                  "words array<int>, teacher array<float>, groups array<int>, feature_version int")
 EXAMPLE_COLUMNS = ["source", "page_id", "split", "kept", "gold_recall", "error", "n_blocks", "ids",
-                   "numeric", "labels", "words", "teacher", "feature_version"]
+                   "numeric", "labels", "words", "teacher", "groups", "feature_version"]
 
 
 def _examples_fn(teacher_name: str | None, min_recall: float, n_buckets: int, feature_version: int):

@@ -33,7 +33,8 @@ import torch.nn.functional as F
 
 from pulpie_spark.classify.blockmodel.data import (PageExample, check_cache_version, examples_to_frame,  # noqa: F401
                                                   frame_to_examples)
-from pulpie_spark.classify.blockmodel.model import BlockModelConfig, BlockSequenceModel, collate, save_model
+from pulpie_spark.classify.blockmodel.model import (BlockModelConfig, BlockSequenceModel, collate, collate_groups,
+                                                   save_model)
 
 log = logging.getLogger("pulpie_spark.classify.blockmodel")
 
@@ -53,6 +54,7 @@ class TrainConfig:
     max_blocks: int = 1024               # longer pages are cut into windows of this many blocks
     max_minutes: float | None = None     # stop after the epoch that crosses this wall-clock budget
     max_pages_per_source: int | None = None  # seeded sample of at most this many train pages per source
+    token_dropout: float = 0.0           # share of a block's hashed tokens dropped per training step
     device: str = "cpu"
     model: BlockModelConfig = field(default_factory=BlockModelConfig)
 
@@ -76,7 +78,8 @@ def _windows(examples: Sequence[PageExample], max_blocks: int) -> list[PageExamp
         for s in range(0, n, max_blocks):
             sl = slice(s, s + max_blocks)
             out.append(PageExample(e.ids[sl], e.numeric[sl], e.labels[sl], e.words[sl],
-                                   None if e.teacher is None else e.teacher[sl]))
+                                   None if e.teacher is None else e.teacher[sl],
+                                   None if e.groups is None else e.groups[sl]))
     return out
 
 
@@ -110,6 +113,11 @@ def word_f1(examples: Sequence[PageExample], probs: Sequence[np.ndarray]) -> dic
     return {"precision": precision, "recall": recall, "f1": f1}
 
 
+def _batch_groups(model: BlockSequenceModel, examples: Sequence[PageExample], t: int) -> torch.Tensor | None:
+    levels = model.config.container_levels
+    return collate_groups([e.groups for e in examples], t, levels) if levels > 0 else None
+
+
 def predict_examples(model: BlockSequenceModel, examples: Sequence[PageExample],
                      batch_pages: int = 32, device: str = "cpu") -> list[np.ndarray]:
     model.eval()
@@ -118,10 +126,24 @@ def predict_examples(model: BlockSequenceModel, examples: Sequence[PageExample],
         for s in range(0, len(examples), batch_pages):
             chunk = examples[s:s + batch_pages]
             ids, num, lengths, _ = collate([(e.ids, e.numeric) for e in chunk])
-            logits = model(ids.to(device), num.to(device), lengths)
+            logits = model(ids.to(device), num.to(device), lengths, _batch_groups(model, chunk, ids.shape[1]))
             probs = torch.softmax(logits, dim=-1)[..., 1].cpu().numpy()
             out.extend(probs[i, :len(e.labels)] for i, e in enumerate(chunk))
     return out
+
+
+def drop_tokens(ids: torch.Tensor, rate: float, rng: np.random.RandomState) -> torch.Tensor:
+    """``ids`` with each real token (id > 0) replaced by padding (0) with probability ``rate``.
+
+    Training-time regularisation of the hashed-token bag: a held-out site's class names and
+    words are new buckets, so the model must also decide from the tokens and statistics that
+    remain. The embedding bag averages the tokens left (padding is excluded from the mean).
+    Drawn from its own seeded generator, so rate 0 leaves training byte-identical.
+    """
+    if rate <= 0:
+        return ids
+    keep = torch.from_numpy(rng.random_sample(tuple(ids.shape)) >= rate)
+    return torch.where(keep, ids, torch.zeros_like(ids))
 
 
 def _loss(logits, labels, teacher, class_weight, cfg: TrainConfig):
@@ -179,6 +201,7 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
         train_module = DistributedDataParallel(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     rng = np.random.RandomState(cfg.seed + rank)
+    dropout_rng = np.random.RandomState(cfg.seed + 7919 + rank)
 
     best_state, best_f1, best_epoch, bad_epochs = None, -1.0, -1, 0
     history = []
@@ -198,13 +221,15 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
         for step in range(steps):
             batch = [train_w[i] for i in batches[step]]
             ids, num, lengths, labels = collate([(e.ids, e.numeric) for e in batch], [e.labels for e in batch])
+            ids = drop_tokens(ids, cfg.token_dropout, dropout_rng)
             teacher = None
             if distill:
                 teacher = torch.zeros(labels.shape, dtype=torch.float32)
                 for i, e in enumerate(batch):
                     teacher[i, :len(e.teacher)] = torch.from_numpy(e.teacher)
                 teacher = teacher.to(device)
-            logits = train_module(ids.to(device), num.to(device), lengths)
+            logits = train_module(ids.to(device), num.to(device), lengths,
+                                  _batch_groups(model, batch, ids.shape[1]))
             loss = _loss(logits, labels.to(device), teacher, class_weight, cfg)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

@@ -1,0 +1,71 @@
+"""Which blocks of a page share an ancestor element: the groups the model pools over.
+
+A heuristic extractor scores a container (readability adds its paragraphs' scores to
+their parent and grandparent); the block model gets the same structure as data: for
+each block and each level L (1 = the element holding the block, 2 = that element's
+parent, ...) the page-local id of that ancestor. Ids are shared across levels: an
+element is one group whichever level it is found at, and its members are the blocks
+that have it among their ``levels`` nearest ancestors (its subtree, that deep). The
+model averages its block vectors per group (``BlockSequenceModel``,
+``container_levels``), so an article paragraph inside an unfamiliar wrapper
+(``div.paywall``) is read together with the paragraphs next to the wrapper instead of
+on its class names alone.
+
+Ancestors come from ``SimplifiedPage.paths`` (``html > body > div.main#content > p``,
+the innermost ``MAX_PATH_DEPTH`` elements, ending with the block's own element when the
+block is one). The absolute depth of a cut path is unknown, so an ancestor is keyed by
+its own innermost ``KEY_ELEMENTS`` path elements: siblings at different depths under a
+deep ancestor still meet, and two distinct ancestors merge only when their last
+``KEY_ELEMENTS`` tags, classes and ids are equal (repeated template items, which the
+model may as well read together). Pure Python, no parse: string splits of the paths.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import numpy as np
+
+KEY_ELEMENTS = 8          # innermost path elements that name an ancestor (paths keep 12)
+_TAG_RE = re.compile(r"[.#]")
+_ROOT_TAG_RE = re.compile(r"^\s*<([a-zA-Z][\w:-]*)")
+
+
+def _ancestors(block: str | None, path: str | None) -> list[str]:
+    """Path elements above the block (outermost first): the path without the block's own element."""
+    elements = [e.strip() for e in (path or "").split(" > ")]
+    elements = [e for e in elements if e]
+    m = _ROOT_TAG_RE.match(block or "")
+    root_tag = m.group(1).lower() if m else None
+    if elements and root_tag and _TAG_RE.split(elements[-1], maxsplit=1)[0].lower() == root_tag:
+        elements.pop()
+    return elements
+
+
+def container_groups(blocks: Sequence[str], paths: Sequence[str] | None, levels: int) -> np.ndarray:
+    """int32 [n, levels]: per block, the page-local id of its level-L ancestor (one id per
+    ancestor element across levels, from 0 in order of first appearance). A block without
+    such an ancestor (short or missing path) is a group of its own at that level."""
+    n = len(blocks)
+    out = np.zeros((n, levels), dtype=np.int32)
+    if n == 0 or levels <= 0:
+        return out
+    paths = list(paths) if paths is not None else []
+    ids: dict[tuple, int] = {}
+    for i in range(n):
+        elements = _ancestors(blocks[i], paths[i] if i < len(paths) else None)
+        for level in range(levels):
+            if len(elements) > level:
+                cut = elements[:len(elements) - level]
+                key: tuple = ("a", " > ".join(cut[-KEY_ELEMENTS:]))
+            else:
+                key = ("b", i, level)
+            value = ids.get(key)
+            if value is None:
+                value = ids[key] = len(ids)
+            out[i, level] = value
+    return out
+
+
+__all__ = ["container_groups", "KEY_ELEMENTS"]
