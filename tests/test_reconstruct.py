@@ -29,6 +29,25 @@ def test_main_blocks_keep_their_ancestors_and_drop_the_rest():
     assert "_item_id" not in html and "cc-alg-uc-text" not in html
 
 
+def test_main_blocks_inside_a_hidden_container_are_rendered():
+    # es/ABC pages in fundus: the article body after its first paragraph sits in
+    # <div class="paywall" hidden>; the classifier labels those blocks main.
+    page = simplify('<body><article><p>First paragraph here.</p>'
+                    '<div class="paywall" hidden><p>Second paragraph <span hidden>sr-only</span> here.</p>'
+                    '<p style="display: none !important">Third, hidden by its own style.</p></div>'
+                    '<aside hidden><p>Not main.</p></aside></article></body>')
+    texts = [block_text(b) for b in page.blocks]
+    assert texts[:3] == ["First paragraph here.", "Second paragraph sr-only here.", "Third, hidden by its own style."]
+    html, markdown, text = render_main(page.map_html, [1, 1, 1, 0])
+    assert text.split("\n\n") == ["First paragraph here.", "Second paragraph here.", "Third, hidden by its own style."]
+    assert markdown.count("paragraph") == 2
+    assert 'class="paywall"' in html and " hidden" not in html.split("<span")[0]
+    assert "<span hidden" in html              # hidden inside a main block stays hidden
+    assert "Not main" not in html
+    # nothing main inside the hidden container: nothing of it
+    assert render_main(page.map_html, [1, 0, 0, 0])[2] == "First paragraph here."
+
+
 def test_one_run_only():
     page = simplify(EXAMPLE)
     html = main_html(page.map_html, [0, 0, 0, 0, 1, 0, 0, 0])

@@ -211,12 +211,16 @@ def node_to_text(node) -> str:
 # --- helpers ---------------------------------------------------------------------------
 
 
+def hides_by_style(style: str | None) -> bool:
+    """Whether an inline ``style`` value hides its element (display:none, opacity:0, ...)."""
+    return bool(style) and _HIDDEN_STYLE.search(style) is not None
+
+
 def _is_hidden(attrs: dict) -> bool:
     hidden = attrs.get("hidden", False)
     if hidden is not False and (hidden or "").lower() != "until-found":  # until-found: findable
         return True
-    style = attrs.get("style")
-    return bool(style) and _HIDDEN_STYLE.search(style) is not None
+    return hides_by_style(attrs.get("style"))
 
 
 def _escape_inline(text: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_spark.render.markdown import node_to_markdown, node_to_text
+from pulpie_spark.render.markdown import hides_by_style, node_to_markdown, node_to_text
 
 __all__ = ["main_html", "render_main", "ITEM_ID_ATTR", "WRAPPER_TAG"]
 
@@ -113,14 +113,17 @@ def _main_document(map_html: str, labels: Sequence[int]):
 
     whole: set[int] = set()      # inside a main element (kept with everything in it)
     ancestors: set[int] = set()  # on the path to a main element (kept, children filtered)
+    frame = []                   # the main elements and their ancestors
     for node in firsts.values():
         if node.mem_id in whole:
             continue
+        frame.append(node)
         for inner in node.traverse(include_text=False):
             whole.add(inner.mem_id)
         up = node.parent
         while up is not None and up.mem_id not in ancestors:
             ancestors.add(up.mem_id)
+            frame.append(up)
             up = up.parent
 
     # A <br> right before or after kept (non-br) content is kept too. "Before" and "after"
@@ -156,6 +159,19 @@ def _main_document(map_html: str, labels: Sequence[int]):
                 doomed.append(child)
     for node in doomed:
         node.decompose()
+    # A block the classifier labelled main is rendered even when it or a container around
+    # it is marked hidden: the segmenter keeps such elements (block-format rule 2 removes
+    # inline-style-hidden ones only), and a page that hides its article body until a
+    # script runs (a paywall's ``<div class="paywall" hidden>``) still carries the article.
+    # Hidden elements inside a main block keep their markers and stay unrendered.
+    for node in frame:
+        if not node.is_element_node:   # the document node above <html>
+            continue
+        attrs = node.attrs
+        if "hidden" in attrs:
+            del attrs["hidden"]
+        if hides_by_style(attrs.get("style")):
+            del attrs["style"]
 
     for node in root.css(_ITEM_ID_SELECTOR):
         del node.attrs[ITEM_ID_ATTR]
