@@ -31,7 +31,9 @@ Why the walk looks the way it does:
   head nav svg select`` and elements hidden by inline style or ``hidden`` (the
   inline-style rules of docs/block-format.md), except math sources
   (``script[type^=math/tex]``, the hidden MathML of MediaWiki/KaTeX), which are
-  what the page shows as formulas.
+  what the page shows as formulas. (The main HTML of ``reconstruct.render_main`` no
+  longer carries these markers on a block labelled main or its containers: the
+  classifier's decision holds at block level; inside a block they apply.)
 """
 
 from __future__ import annotations
