@@ -186,8 +186,8 @@ def test_shipped_default_model_loads_and_predicts_deterministically(data_dir):
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in files)
     assert sum(p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir()) <= 25 * 1024 * 1024
     classifier = load_default()
-    assert classifier.model_id == "pulpie-spark/default-v2"
-    assert classifier.model.config.feature_version == 2
+    assert classifier.model_id == "pulpie-spark/default-v3"
+    assert classifier.model.config.feature_version == 2 and classifier.model.config.container_levels == 3
     page = pd.read_parquet(data_dir / "model_pages.parquet").iloc[0]
     simplified = simplify(page["html"])
     probs_a = classifier.predict_proba([simplified.blocks], [simplified.paths])[0]

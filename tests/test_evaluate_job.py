@@ -35,9 +35,9 @@ def test_evaluate_job_prints_side_by_side_table(tmp_path, data_dir, capsys):
         assert 0.0 <= row["rouge5_f1"] <= 1.0 and 0.0 <= row["shingle_f1"] <= 1.0
         assert row["pages_per_s_core"] > 0
     # per-page results are kept; the shipped model extracts most of the Arch Linux forum
-    # thread (page 0541). Measured ROUGE-5: default-v2 0.573 (it drops the opening post; its
-    # recipe weights main blocks 1.0 for precision, docs/model-card.md "Limits"), the
-    # previous default-v1 0.752, trafilatura 0.749.
+    # thread (page 0541). Measured ROUGE-5: default-v3 0.651, default-v2 0.573 (both can drop
+    # the opening post; their recipe weights main blocks 1.0 for precision, docs/model-card.md
+    # "Limits"), default-v1 0.752, trafilatura 0.749.
     import pandas as pd
 
     from pulpie_spark.evaluate.metrics import rouge_n_f1
@@ -45,7 +45,7 @@ def test_evaluate_job_prints_side_by_side_table(tmp_path, data_dir, capsys):
     pages = pd.read_parquet(tmp_path / "eval" / "pages.parquet").set_index("page_id")
     assert list(pages.index) == ["0541", "0551", "4278"]
     forum = pages.loc["0541"]
-    assert rouge_n_f1(forum["model_text"], forum["reference"]) > 0.55
+    assert rouge_n_f1(forum["model_text"], forum["reference"]) > 0.6
     assert (pages["model_cpu_seconds"] > 0).all()
 
 

@@ -32,12 +32,11 @@ _TAG_RE = re.compile(r"[.#]")
 _ROOT_TAG_RE = re.compile(r"^\s*<([a-zA-Z][\w:-]*)")
 
 
-def _ancestors(block: str | None, path: str | None) -> list[str]:
-    """Path elements above the block (outermost first): the path without the block's own element."""
+def _ancestors(root_tag: str | None, path: str | None) -> list[str]:
+    """Path elements above a block whose own tag is ``root_tag`` (outermost first): the path
+    without the block's own element."""
     elements = [e.strip() for e in (path or "").split(" > ")]
     elements = [e for e in elements if e]
-    m = _ROOT_TAG_RE.match(block or "")
-    root_tag = m.group(1).lower() if m else None
     if elements and root_tag and _TAG_RE.split(elements[-1], maxsplit=1)[0].lower() == root_tag:
         elements.pop()
     return elements
@@ -53,14 +52,19 @@ def container_groups(blocks: Sequence[str], paths: Sequence[str] | None, levels:
         return out
     paths = list(paths) if paths is not None else []
     ids: dict[tuple, int] = {}
+    keys_of: dict[tuple, tuple] = {}   # (path, root tag) -> ancestor keys: siblings share paths
     for i in range(n):
-        elements = _ancestors(blocks[i], paths[i] if i < len(paths) else None)
+        path = paths[i] if i < len(paths) else None
+        m = _ROOT_TAG_RE.match(blocks[i] or "")
+        cache_key = (path, m.group(1).lower() if m else None)
+        keys = keys_of.get(cache_key)
+        if keys is None:
+            elements = _ancestors(cache_key[1], path)
+            keys = keys_of[cache_key] = tuple(
+                " > ".join(elements[max(0, len(elements) - level - KEY_ELEMENTS):len(elements) - level])
+                if len(elements) > level else None for level in range(levels))
         for level in range(levels):
-            if len(elements) > level:
-                cut = elements[:len(elements) - level]
-                key: tuple = ("a", " > ".join(cut[-KEY_ELEMENTS:]))
-            else:
-                key = ("b", i, level)
+            key: tuple = ("a", keys[level]) if keys[level] is not None else ("b", i, level)
             value = ids.get(key)
             if value is None:
                 value = ids[key] = len(ids)

@@ -32,7 +32,9 @@ from pulpie_spark.classify.blockmodel.containers import container_groups
 from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, FEATURE_VERSIONS, MAX_TOKENS, N_NUMERIC,
                                                       page_features)
 
-MODEL_ID = f"pulpie-spark/default-v{FEATURE_VERSION}"
+# The shipped model's name in output tables (model_id). v3: container pooling and token
+# dropout on feature version 2 (v2: feature version 2 alone; v1: feature version 1).
+MODEL_ID = "pulpie-spark/default-v3"
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 
@@ -133,13 +135,13 @@ def _group_means(x: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor) -> t
     block being a member of each of its L groups; one ``index_add`` for all levels."""
     b, t, c = x.shape
     levels = groups.shape[-1]
-    values = (x * mask).unsqueeze(2).expand(b, t, levels, c).reshape(-1, c)
-    weight = mask.to(x.dtype).expand(b, t, levels).reshape(-1)
+    weight = mask.to(x.dtype)
+    # The count rides along as one more column: one index_add gives sums and counts.
+    values = torch.cat([x * mask, weight], dim=-1).unsqueeze(2).expand(b, t, levels, c + 1).reshape(-1, c + 1)
     index = (groups + (torch.arange(b, device=x.device) * (t * levels))[:, None, None]).reshape(-1)
-    size = b * t * levels
-    sums = torch.zeros(size, c, dtype=x.dtype, device=x.device).index_add(0, index, values)
-    counts = torch.zeros(size, dtype=x.dtype, device=x.device).index_add(0, index, weight)
-    return (sums / counts.clamp(min=1.0)[:, None])[index].reshape(b, t, levels * c)
+    sums = torch.zeros(b * t * levels, c + 1, dtype=x.dtype, device=x.device).index_add_(0, index, values)
+    means = sums[:, :c] / sums[:, c:].clamp(min=1.0)
+    return means.index_select(0, index).reshape(b, t, levels * c)
 
 
 def _conv_over_blocks(h: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:
