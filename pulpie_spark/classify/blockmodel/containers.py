@@ -27,8 +27,9 @@ from typing import Sequence
 
 import numpy as np
 
+from pulpie_spark.classify.blockmodel.features import _ELEMENT_TAG_RE   # "div.a#b" -> tag before . or #
+
 KEY_ELEMENTS = 8          # innermost path elements that name an ancestor (paths keep 12)
-_TAG_RE = re.compile(r"[.#]")
 _ROOT_TAG_RE = re.compile(r"^\s*<([a-zA-Z][\w:-]*)")
 
 
@@ -37,7 +38,7 @@ def _ancestors(root_tag: str | None, path: str | None) -> list[str]:
     without the block's own element."""
     elements = [e.strip() for e in (path or "").split(" > ")]
     elements = [e for e in elements if e]
-    if elements and root_tag and _TAG_RE.split(elements[-1], maxsplit=1)[0].lower() == root_tag:
+    if elements and root_tag and _ELEMENT_TAG_RE.split(elements[-1], maxsplit=1)[0].lower() == root_tag:
         elements.pop()
     return elements
 

@@ -56,21 +56,27 @@ def examples_to_frame(examples: Sequence[PageExample], meta: pd.DataFrame | None
     return frame
 
 
+def _optional_array(value, dtype) -> np.ndarray | None:
+    """An optional cache cell as an array: None for a null cell (None or NaN)."""
+    if value is None or (not isinstance(value, np.ndarray) and pd.isna(value)):
+        return None
+    return np.asarray(value, dtype=dtype)
+
+
 def frame_to_examples(frame: pd.DataFrame) -> list[PageExample]:
     out = []
     for row in frame.itertuples(index=False):
         n = int(row.n_blocks)
-        teacher = getattr(row, "teacher", None)
-        groups = getattr(row, "groups", None)
+        teacher = _optional_array(getattr(row, "teacher", None), np.float32)
+        groups = _optional_array(getattr(row, "groups", None), np.int32)
         out.append(PageExample(
             ids=np.asarray(row.ids, dtype=np.int32).reshape(n, MAX_TOKENS),
             numeric=np.asarray(row.numeric, dtype=np.float32).reshape(n, N_NUMERIC),
             labels=np.asarray(row.labels, dtype=np.int64),
             words=np.asarray(row.words, dtype=np.int32),
-            teacher=None if teacher is None or (not isinstance(teacher, np.ndarray) and pd.isna(teacher))
-            else np.asarray(teacher, dtype=np.float32),
-            groups=None if groups is None or (not isinstance(groups, np.ndarray) and pd.isna(groups))
-            else np.asarray(groups, dtype=np.int32).reshape(n, -1) if n
+            teacher=teacher,
+            # (n, -1) cannot reshape an empty page: its groups are (0, levels) by definition
+            groups=None if groups is None else groups.reshape(n, -1) if n
             else np.zeros((0, CACHED_CONTAINER_LEVELS), np.int32)))
     return out
 

@@ -230,6 +230,12 @@ def collate_groups(groups: Sequence[np.ndarray | None], t: int, levels: int) -> 
     return torch.from_numpy(out)
 
 
+def batch_groups(model: BlockSequenceModel, groups: Sequence[np.ndarray | None], t: int) -> torch.Tensor | None:
+    """``collate_groups`` of a batch for ``model``, or None when the model pools no containers."""
+    levels = model.config.container_levels
+    return collate_groups(groups, t, levels) if levels > 0 else None
+
+
 def save_model(model: BlockSequenceModel, directory: str | os.PathLike, extra: dict | None = None) -> Path:
     from safetensors.torch import save_file
 
@@ -294,9 +300,7 @@ class DefaultBlockClassifier:
             for start in range(0, len(feats), self.batch_pages):
                 chunk = feats[start:start + self.batch_pages]
                 ids, num, lengths, _ = collate(chunk)
-                levels = self.model.config.container_levels
-                groups = (collate_groups([f[2] if len(f) > 2 else None for f in chunk], ids.shape[1], levels)
-                          if levels > 0 else None)
+                groups = batch_groups(self.model, [f[2] if len(f) > 2 else None for f in chunk], ids.shape[1])
                 logits = self.model(ids.to(self.device), num.to(self.device), lengths, groups)
                 probs = torch.softmax(logits.float(), dim=-1)[..., 1].cpu().numpy()
                 for i, feature in enumerate(chunk):

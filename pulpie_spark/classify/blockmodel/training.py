@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from pulpie_spark.classify.blockmodel.data import (PageExample, check_cache_version, examples_to_frame,  # noqa: F401
                                                   frame_to_examples)
-from pulpie_spark.classify.blockmodel.model import (BlockModelConfig, BlockSequenceModel, collate, collate_groups,
+from pulpie_spark.classify.blockmodel.model import (BlockModelConfig, BlockSequenceModel, batch_groups, collate,
                                                    save_model)
 
 log = logging.getLogger("pulpie_spark.classify.blockmodel")
@@ -113,11 +113,6 @@ def word_f1(examples: Sequence[PageExample], probs: Sequence[np.ndarray]) -> dic
     return {"precision": precision, "recall": recall, "f1": f1}
 
 
-def _batch_groups(model: BlockSequenceModel, examples: Sequence[PageExample], t: int) -> torch.Tensor | None:
-    levels = model.config.container_levels
-    return collate_groups([e.groups for e in examples], t, levels) if levels > 0 else None
-
-
 def predict_examples(model: BlockSequenceModel, examples: Sequence[PageExample],
                      batch_pages: int = 32, device: str = "cpu") -> list[np.ndarray]:
     model.eval()
@@ -126,7 +121,7 @@ def predict_examples(model: BlockSequenceModel, examples: Sequence[PageExample],
         for s in range(0, len(examples), batch_pages):
             chunk = examples[s:s + batch_pages]
             ids, num, lengths, _ = collate([(e.ids, e.numeric) for e in chunk])
-            logits = model(ids.to(device), num.to(device), lengths, _batch_groups(model, chunk, ids.shape[1]))
+            logits = model(ids.to(device), num.to(device), lengths, batch_groups(model, [e.groups for e in chunk], ids.shape[1]))
             probs = torch.softmax(logits, dim=-1)[..., 1].cpu().numpy()
             out.extend(probs[i, :len(e.labels)] for i, e in enumerate(chunk))
     return out
@@ -229,7 +224,7 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
                     teacher[i, :len(e.teacher)] = torch.from_numpy(e.teacher)
                 teacher = teacher.to(device)
             logits = train_module(ids.to(device), num.to(device), lengths,
-                                  _batch_groups(model, batch, ids.shape[1]))
+                                  batch_groups(model, [e.groups for e in batch], ids.shape[1]))
             loss = _loss(logits, labels.to(device), teacher, class_weight, cfg)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
