@@ -69,6 +69,12 @@ class EvaluateJob(SparkJob):
                           help="share of hashed block tokens dropped per training step (as jobs/train.py)")
         loso.add_argument("--container-levels", type=int, default=0,
                           help="ancestor levels the model pools blocks over (as jobs/train.py)")
+        loso.add_argument("--ema-decay", type=float, default=0.0,
+                          help="moving average of the weights per step (as jobs/train.py)")
+        loso.add_argument("--label-ceiling", action="store_true",
+                          help="also score every page rendered with its training labels; write conventions.csv")
+        loso.add_argument("--container-stats", action="store_true",
+                          help="with --container-levels: ancestors' text share and block count (as jobs/train.py)")
         loso.add_argument("--batch-pages", type=int, default=16)
         loso.add_argument("--lr", type=float, default=2e-3)
         loso.add_argument("--patience", type=int, default=4)
@@ -123,9 +129,11 @@ class EvaluateJob(SparkJob):
                         "patience": args.patience, "seed": args.seed, "threads": args.threads,
                         "max_minutes": args.max_minutes, "max_pages_per_source": args.max_pages_per_source,
                         "main_weight": args.main_weight, "token_dropout": args.token_dropout,
+                        "ema_decay": args.ema_decay,
                         "model": {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,
                                   "feature_version": args.feature_version,
-                                  "container_levels": args.container_levels}}
+                                  "container_levels": args.container_levels,
+                                  "container_stats": args.container_stats}}
         sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
         result = run_loso(args.input, args.output, train_config=train_config,
                           min_fold_pages=args.min_fold_pages, workers=args.workers, fallback=args.fallback,
@@ -133,7 +141,7 @@ class EvaluateJob(SparkJob):
                           limit_per_source=args.limit_per_source, keep_models=args.keep_models,
                           reference_model=args.reference_model,
                           train_sources=[s.strip() for s in args.train_sources.split(",")]
-                          if args.train_sources else None)
+                          if args.train_sources else None, label_ceiling=args.label_ceiling)
         s = result["summary"]
         print(f"protocol=loso input={args.input} pages={s['pages']} (of {s['input_pages']}, "
               f"{s['duplicates_dropped']} near-duplicates dropped) folds={len(s['folds'])} "

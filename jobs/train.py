@@ -53,6 +53,10 @@ class TrainJob(SparkJob):
                             help="share of hashed block tokens dropped per training step (regularisation)")
         parser.add_argument("--container-levels", type=int, default=0,
                             help="ancestor levels whose blocks the model pools together (0: none)")
+        parser.add_argument("--ema-decay", type=float, default=0.0,
+                            help="keep a moving average of the weights with this decay per step (0: off)")
+        parser.add_argument("--container-stats", action="store_true",
+                            help="with --container-levels: also each ancestor's text share and block count")
         parser.add_argument("--batch-pages", type=int, default=16)
         parser.add_argument("--lr", type=float, default=2e-3)
         parser.add_argument("--patience", type=int, default=4)
@@ -111,12 +115,13 @@ class TrainJob(SparkJob):
         cfg = TrainConfig(epochs=args.epochs, batch_pages=args.batch_pages, lr=args.lr,
                           patience=args.patience, seed=args.seed, threads=args.threads,
                           max_minutes=args.max_minutes, max_pages_per_source=args.max_pages_per_source,
-                          main_weight=args.main_weight, token_dropout=args.token_dropout,
+                          main_weight=args.main_weight, token_dropout=args.token_dropout, ema_decay=args.ema_decay,
                           device="cuda" if args.use_gpu else "cpu")
         cfg_dict = {k: v for k, v in cfg.__dict__.items() if k != "model"}
         cfg_dict["model"] = {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,
                              "feature_version": args.feature_version,
-                             "container_levels": args.container_levels}
+                             "container_levels": args.container_levels,
+                             "container_stats": args.container_stats}
         config_json = json.dumps(cfg_dict)
         distill = bool(args.teacher)
         if args.distributor == "torch":

@@ -1,4 +1,5 @@
-"""Container pooling of the block model (containers.py, model.container_levels) and token dropout."""
+"""Container pooling of the block model (containers.py, model.container_levels, container_stats) and the
+training options that came with it: token dropout, a moving average of the weights."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from pulpie_spark.classify.blockmodel.containers import container_groups
 from pulpie_spark.classify.blockmodel.data import examples_to_frame, frame_to_examples
 from pulpie_spark.classify.blockmodel.features import page_features
 from pulpie_spark.classify.blockmodel.model import (BlockModelConfig, BlockSequenceModel, DefaultBlockClassifier,
-                                                   _group_means, collate, collate_groups, load_model)
-from pulpie_spark.classify.blockmodel.training import PageExample, TrainConfig, drop_tokens, train_model
+                                                   _container_stats, _group_means, collate, collate_groups,
+                                                   load_model)
+from pulpie_spark.classify.blockmodel.training import (PageExample, TrainConfig, _WeightAverage, drop_tokens,
+                                                      train_model)
 
 # An article whose first paragraph sits in the article's div and the rest in a wrapper
 # (the paywall of es/ABC pages in fundus), next to a teaser list.
@@ -92,6 +95,21 @@ def test_group_means_average_each_ancestors_blocks():
     assert means[0, :3, 1].tolist() == [3.0, 3.0, 3.0]            # padding is not averaged in
 
 
+def test_container_stats_give_each_ancestors_text_share_and_block_count():
+    chars = torch.tensor([100.0, 300.0, 600.0, 5000.0])          # last position is padding
+    numeric = torch.zeros(1, 4, 3)
+    numeric[0, :, 0] = torch.log1p(chars) / 8.0                   # feature column 0: log1p(chars) / 8
+    mask = torch.tensor([[True, True, True, False]]).unsqueeze(-1)
+    groups = collate_groups([np.array([[0, 2], [0, 2], [1, 2]], dtype=np.int32)], 4, 2)
+    stats = _container_stats(numeric, groups, mask)
+    assert stats.shape == (1, 4, 2, 2)
+    share, count = stats[0, :3, :, 0], stats[0, :3, :, 1]
+    assert torch.allclose(share[:, 0], torch.tensor([0.4, 0.4, 0.6]), atol=1e-5)    # 400 / 1000, 600 / 1000
+    assert torch.allclose(share[:, 1], torch.ones(3), atol=1e-5)                     # the padding's text is not counted
+    assert torch.allclose(count[:, 0], torch.log1p(torch.tensor([2.0, 2.0, 1.0])) / 8.0)
+    assert torch.allclose(count[:, 1], torch.log1p(torch.tensor([3.0, 3.0, 3.0])) / 8.0)
+
+
 def _examples(levels=2):
     rng = np.random.RandomState(0)
     groups = container_groups(BLOCKS, PATHS, levels)
@@ -125,6 +143,25 @@ def test_a_container_model_trains_reproducibly_and_predicts_alone_as_in_a_batch(
     assert not np.allclose(classifier.predict_proba_features([(ids, num, alone_groups)])[0], batched[0])
 
 
+def test_a_model_with_container_stats_round_trips_and_scores_a_page_alone_as_in_a_batch(tmp_path):
+    cfg = TrainConfig(epochs=1, batch_pages=2, seed=3,
+                      model=BlockModelConfig(n_buckets=1024, hidden=16, embed_dim=8, container_levels=2,
+                                             container_stats=True))
+    train_model(_examples(), _examples()[:2], cfg, output_dir=tmp_path / "m")
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["container_stats"] is True
+    model = load_model(tmp_path / "m")
+    assert model.container_in.in_features == 2 * (16 + 2)
+    classifier = DefaultBlockClassifier(model)
+    batched = classifier.predict_proba([BLOCKS, BLOCKS[:3]], [PATHS, PATHS[:3]])
+    alone = classifier.predict_proba([BLOCKS[:3]], [PATHS[:3]])[0]
+    assert np.allclose(alone, batched[1], atol=1e-6)
+    # the stats reach the output: zeroing their input weights (the last 2 levels x 2 columns) changes it
+    with torch.no_grad():
+        model.container_in.weight[:, -4:] = 0
+        model.container_out.weight[:, -4:] = 0
+    assert not np.allclose(classifier.predict_proba([BLOCKS], [PATHS])[0], batched[0], atol=1e-6)
+
+
 def test_a_container_model_refuses_pages_without_groups():
     model = BlockSequenceModel(BlockModelConfig(n_buckets=1024, hidden=16, embed_dim=8, container_levels=2))
     ids, num, lengths, _ = collate([page_features(BLOCKS, PATHS, n_buckets=1024)])
@@ -151,3 +188,32 @@ def test_token_dropout_drops_only_real_tokens_and_rate_zero_is_identity():
     share = float((dropped[..., :3] == 0).float().mean())
     assert 0.3 < share < 0.7
     assert torch.equal(dropped, drop_tokens(ids, 0.5, np.random.RandomState(0)))
+
+
+def test_weight_average_moves_by_its_decay_and_copies_non_float_state():
+    model = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+    average = _WeightAverage(model, 0.75)
+    with torch.no_grad():
+        model.weight.fill_(5.0)
+    average.update(model)
+    assert torch.allclose(average.state["weight"], torch.full((1, 2), 2.0))     # 0.75 * 1 + 0.25 * 5
+    assert torch.equal(model.weight, torch.full((1, 2), 5.0))                   # the model itself is untouched
+    with pytest.raises(ValueError, match="ema_decay"):
+        _WeightAverage(model, 1.0)
+
+
+def test_training_with_a_weight_average_is_reproducible_and_saves_the_average(tmp_path):
+    base = dict(epochs=2, batch_pages=2, seed=3, model=BlockModelConfig(n_buckets=1024, hidden=16, embed_dim=8))
+    plain, _ = train_model(_examples(), _examples()[:2], TrainConfig(**base))
+    first, report = train_model(_examples(), _examples()[:2], TrainConfig(ema_decay=0.9, **base),
+                                output_dir=tmp_path / "m")
+    again, _ = train_model(_examples(), _examples()[:2], TrainConfig(ema_decay=0.9, **base))
+    assert report["config"]["ema_decay"] == 0.9
+    for (name, a), (_, b) in zip(first.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert any(not torch.equal(a, b) for a, b in zip(first.state_dict().values(), plain.state_dict().values()))
+    loaded = load_model(tmp_path / "m")
+    for (name, a), (_, b) in zip(first.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(a, b), name

@@ -46,7 +46,7 @@ def test_loso_holds_each_source_out_and_tables_every_source(tmp_path, fake_sourc
     rc = _evaluate_job().main([
         "--protocol", "loso", "--input", str(folder), "--output", str(out), "--min-fold-pages", "2",
         "--epochs", "1", "--batch-pages", "2", "--hidden", "16", "--embed-dim", "8", "--buckets", "2048",
-        "--fallback", "none", "--reference-model", "default"])
+        "--fallback", "none", "--reference-model", "default", "--label-ceiling"])
     assert rc == 0
     printed = capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
@@ -78,7 +78,8 @@ def test_loso_holds_each_source_out_and_tables_every_source(tmp_path, fake_sourc
                        ("fold", {"alpha", "beta", "small-sources"})):
         part = scores[scores["by"] == by]
         assert set(part["group"]) == groups
-        assert (part.groupby("group")["extractor"].apply(set) == {"model", "trafilatura", "resiliparse", "reference"}).all()
+        assert (part.groupby("group")["extractor"].apply(set) == {"model", "trafilatura", "resiliparse", "reference",
+                                                               "labels"}).all()
     assert {"shingle_f1", "shingle_cjk_f1", "rouge5_f1", "pages_per_s_core"} <= set(scores.columns)
     # the fixed (shipped) model ran on every page too, next to the fold models
     assert pages["reference_text"].notna().all()
@@ -86,6 +87,17 @@ def test_loso_holds_each_source_out_and_tables_every_source(tmp_path, fake_sourc
         "alpha", "beta", "small-sources"}
     markdown = (out / "loso.md").read_text()
     assert "fixed model default" in markdown
+    # --label-ceiling: every page rendered with its training labels, scored like an extractor;
+    # four of these pages have blocks that hold their gold (the other two: an anti-bot "Loading..."
+    # page and a one-block page), and what their labels render is nearly all gold
+    assert pages["labels_text"].str.len().gt(0).sum() == 4 and "block_tag_labels" not in pages.columns
+    ceiling = scores[(scores["by"] == "overall") & (scores["extractor"] == "labels")].iloc[0]
+    assert ceiling["shingle_precision"] > 0.9 and ceiling["empty"] == 2
+    assert "training labels rendered" in markdown
+    conventions = pd.read_csv(out / "conventions.csv")
+    assert set(conventions["source"]) == {"alpha", "beta", "gamma", "tiny"}
+    assert conventions["main_share"].between(0, 1).all() and (conventions["blocks"] > 0).all()
+    assert "p" in set(conventions["tag"])
     for group in ("alpha", "beta", "small-sources", "gamma", "tiny"):
         assert f"| {group} |" in markdown and f"| {group} |" in printed
 

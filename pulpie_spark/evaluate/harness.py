@@ -102,6 +102,30 @@ def resiliparse_text(html) -> str:
 BASELINES: dict[str, Callable] = {TRAFILATURA: trafilatura_text, RESILIPARSE: resiliparse_text}
 
 
+def label_ceiling(html, gold_text: str | None) -> tuple[str, list[tuple[str, int]]]:
+    """The page rendered with its training labels, and (block tag, label) per block.
+
+    The labels are the ones every block model is trained on (``blockmodel.labels.label_blocks``
+    of the gold text over the blocks' full texts, as ``blockmodel.data.simplify_segmenter``
+    gives them; no confidence filter), rendered by the production renderer: what a block
+    classifier that learned its labels perfectly would score through this segmentation and
+    renderer. Its distance to the gold is the segmentation/labelling ceiling; a model's
+    distance to it is the model's own error. The tags show each source's convention
+    (captions, titles, lists, tables in or out)."""
+    from pulpie_spark.classify.blockmodel.data import full_texts_from_map
+    from pulpie_spark.classify.blockmodel.labels import label_blocks
+    from pulpie_spark.page import render_page
+    from pulpie_spark.segment.simplify import simplify
+
+    page = simplify(html)
+    if page.error or not page.blocks:
+        return "", []
+    labels = label_blocks(full_texts_from_map(page.map_html, len(page.blocks)), gold_text, min_recall=0.0).labels
+    tags = [(block[1:].split(">", 1)[0].split(None, 1)[0].lower() if block.startswith("<") else "#text", label)
+            for block, label in zip(page.blocks, labels)]
+    return render_page(page.map_html, labels)["text"] or "", tags
+
+
 def _is_blockmodel_dir(model: str) -> bool:
     path = Path(model)
     if not (path / "config.json").is_file() or not (path / "model.safetensors").is_file():

@@ -25,6 +25,11 @@ Protocol (``run_loso``):
 6. Score per fold, per source, per language, per page type (a ``page_type`` column,
    where the input has one) and pooled non-English pages: ROUGE-5 F1, shingle F1,
    shingle F1 with CJK characters as tokens, pages/s per core (CPU seconds).
+
+``label_ceiling``: each page is also rendered with its training labels
+(``harness.label_ceiling``; extractor ``labels``): how far the fold model is from what it
+was taught, and how far its teaching is from the gold. The labels' main share per block
+tag and source goes to ``conventions.csv`` (which sources keep captions, titles, lists).
 """
 
 from __future__ import annotations
@@ -43,13 +48,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from pulpie_spark.evaluate.harness import BASELINES, RESILIPARSE, TRAFILATURA, add_page_metrics, score
+from pulpie_spark.evaluate.harness import (BASELINES, RESILIPARSE, TRAFILATURA, add_page_metrics, label_ceiling,
+                                          score)
 
 log = logging.getLogger("pulpie_spark.evaluate.loso")
 
 MODEL = "model"
 EXTRACTORS = (MODEL, TRAFILATURA, RESILIPARSE)
 REFERENCE = "reference"   # --reference-model: a fixed model (the shipped one) on every page, no folds
+LABELS = "labels"         # --label-ceiling: every page rendered with its training labels
 SMALL_FOLD = "small-sources"
 # Small sources held out together with the set they derive from (same annotators or fork):
 # otherwise the "unseen" fold would be trained on its sibling's copies and conventions.
@@ -209,7 +216,7 @@ _REFERENCE: dict = {}
 
 
 def _baselines_chunk(payload) -> list[dict]:
-    pages, reference_model, fallback = payload
+    pages, reference_model, fallback, golds = payload
     runners = dict(BASELINES)
     if reference_model:
         if _REFERENCE.get("name") != reference_model:
@@ -225,6 +232,15 @@ def _baselines_chunk(payload) -> list[dict]:
         row = {"idx": idx}
         for name, fn in runners.items():
             row[f"{name}_text"], row[f"{name}_cpu_seconds"], row[f"{name}_error"] = _time_call(fn, html)
+        if golds is not None:
+            tags: list = []
+
+            def ceiling(page_html, gold=golds[idx]):
+                text, tags[:] = label_ceiling(page_html, gold)
+                return text
+
+            row[f"{LABELS}_text"], row[f"{LABELS}_cpu_seconds"], row[f"{LABELS}_error"] = _time_call(ceiling, html)
+            row["block_tag_labels"] = tags
         rows.append(row)
     return rows
 
@@ -278,12 +294,14 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
              features_cache: str | os.PathLike | None = None, reuse_cache: bool = False,
              sources: Sequence[str] | None = None, limit_per_source: int | None = None,
              keep_models: bool = False, min_recall: float = 0.7, reference_model: str | None = None,
-             train_sources: Sequence[str] | None = None) -> dict:
+             train_sources: Sequence[str] | None = None, label_ceiling: bool = False) -> dict:
     """Run the protocol; write pages.parquet, scores.csv, folds.json, loso.md under ``output``.
 
     ``train_config``: TrainConfig fields plus ``model`` (BlockModelConfig fields).
     ``train_sources``: fold models train on these sources only (minus the held-out fold;
     every source is still scored), to measure a recipe whose data is a subset.
+    ``label_ceiling``: score the training labels rendered too (extractor ``labels``) and
+    write ``conventions.csv``.
     Returns {"pages", "scores", "folds", "summary", "markdown"}.
     """
     started = time.perf_counter()
@@ -328,8 +346,9 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
                                "train_sources": sorted(train_sources) if train_sources else None,
                                "pages": [(int(i), table.at[i, "html"]) for i in idx]}))
     for s in range(0, len(table), 50):
-        tasks.append(("baselines", ([(int(i), table.at[i, "html"]) for i in table.index[s:s + 50]],
-                                    reference_model, fallback)))
+        chunk = table.index[s:s + 50]
+        golds = {int(i): table.at[i, "gold_text"] for i in chunk} if label_ceiling else None
+        tasks.append(("baselines", ([(int(i), table.at[i, "html"]) for i in chunk], reference_model, fallback, golds)))
     if workers <= 1:
         results = [_dispatch(t) for t in tasks]
     else:
@@ -350,7 +369,11 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     pages = pages.rename(columns={"gold_text": "reference"})
     pages["non_english"] = np.where(pages["lang"].isin(["en", "unknown"]), None, "non-English (known lang)")
 
-    extractors = EXTRACTORS + ((REFERENCE,) if reference_model else ())
+    extractors = EXTRACTORS + ((REFERENCE,) if reference_model else ()) + ((LABELS,) if label_ceiling else ())
+    conventions = None
+    if label_ceiling:
+        conventions = label_conventions(pages)
+        pages = pages.drop(columns=["block_tag_labels"])
     pages = add_page_metrics(pages, extractors)
     scores = score_loso(pages, extractors)
     summary = summarize(scores, pages, min_fold_pages)
@@ -364,11 +387,24 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     pages.drop(columns=[c for c in pages.columns if c.endswith(("_shingle", "_shingle_cjk"))]).to_parquet(
         out / "pages.parquet", index=False)
     dropped.to_csv(out / "duplicates.csv", index=False)
+    if conventions is not None:
+        conventions.to_csv(out / "conventions.csv", index=False)
     scores.to_csv(out / "scores.csv", index=False)
     (out / "folds.json").write_text(json.dumps(fold_info, indent=1) + "\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     (out / "loso.md").write_text(markdown + "\n")
     return {"pages": pages, "scores": scores, "folds": fold_info, "summary": summary, "markdown": markdown}
+
+
+def label_conventions(pages: pd.DataFrame) -> pd.DataFrame:
+    """Per source and block tag: blocks and the share the training labels call main
+    (from ``block_tag_labels``, (tag, label) per block of each page)."""
+    rows = [(source, tag, label) for source, pairs in zip(pages["source"], pages["block_tag_labels"])
+            for tag, label in pairs]
+    frame = pd.DataFrame(rows, columns=["source", "tag", "label"])
+    out = frame.groupby(["source", "tag"], sort=True)["label"].agg(blocks="size", main_share="mean").reset_index()
+    out["main_share"] = out["main_share"].round(3)
+    return out
 
 
 def score_loso(pages: pd.DataFrame, extractors: Sequence[str] = EXTRACTORS) -> pd.DataFrame:
@@ -420,6 +456,19 @@ def _fmt_row(label: str, part: pd.DataFrame) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _comparison_rows(scores: pd.DataFrame, extractors: Sequence[str], metrics: Sequence[str]) -> list[str]:
+    """Table rows per fold and pooled group: pages, then each extractor's metrics joined by " / "."""
+    rows = []
+    for by in ("fold", "pooled"):
+        part = scores[scores["by"] == by]
+        for g in dict.fromkeys(part["group"]):
+            p = part[part["group"] == g].set_index("extractor")
+            cells = [g, str(int(p["pages"].iloc[0]))] + [" / ".join(f"{p.loc[n, m]:.3f}" for m in metrics)
+                                                          for n in extractors]
+            rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
 def format_markdown(scores: pd.DataFrame, summary: dict) -> str:
     """The LOSO table (per fold, then per language and page type) as Markdown."""
     head = ("| {} | pages | ours R5 / sh-F1 / sh-F1 CJK | trafilatura R5 / sh-F1 / sh-F1 CJK | "
@@ -443,14 +492,14 @@ def format_markdown(scores: pd.DataFrame, summary: dict) -> str:
                   "trained on, its score is not an unseen-source score)", "",
                   "| held-out fold | pages | fold model R5 / sh-F1 / sh-F1 CJK | fixed model R5 / sh-F1 / sh-F1 CJK |",
                   "|---|---|---|---|"]
-        for by in ("fold", "pooled"):
-            part = scores[scores["by"] == by]
-            for g in dict.fromkeys(part["group"]):
-                p = part[part["group"] == g].set_index("extractor")
-                cells = [g, str(int(p["pages"].iloc[0]))] + [
-                    f"{p.loc[n, 'rouge5_f1']:.3f} / {p.loc[n, 'shingle_f1']:.3f} / {p.loc[n, 'shingle_cjk_f1']:.3f}"
-                    for n in (MODEL, REFERENCE)]
-                lines.append("| " + " | ".join(cells) + " |")
+        lines += _comparison_rows(scores, (MODEL, REFERENCE), ("rouge5_f1", "shingle_f1", "shingle_cjk_f1"))
+    if LABELS in set(scores["extractor"]):
+        lines += ["", "**fold models vs their training labels rendered** (the labels a perfect block classifier "
+                  "would reproduce, through the same segmentation and renderer)", "",
+                  "| held-out fold | pages | fold model sh-P / sh-R / sh-F1 | labels sh-P / sh-R / sh-F1 | "
+                  "trafilatura sh-P / sh-R / sh-F1 |", "|---|---|---|---|---|"]
+        lines += _comparison_rows(scores, (MODEL, LABELS, TRAFILATURA),
+                                  ("shingle_precision", "shingle_recall", "shingle_f1"))
     s = summary
     lines += ["", f"mean over folds, shingle F1: ours {s[f'{MODEL}_mean_fold_shingle_f1']:.3f}, trafilatura "
               f"{s[f'{TRAFILATURA}_mean_fold_shingle_f1']:.3f}, resiliparse {s[f'{RESILIPARSE}_mean_fold_shingle_f1']:.3f}; "

@@ -53,6 +53,7 @@ class BlockModelConfig:
     dilations: tuple[int, ...] = (1, 2, 4, 8)
     feature_version: int = FEATURE_VERSION
     container_levels: int = 0      # ancestor levels whose blocks are pooled together (containers.py)
+    container_stats: bool = False  # also each ancestor's share of the page's text and its block count
     model_id: str = MODEL_ID
 
     @classmethod
@@ -86,7 +87,7 @@ class BlockSequenceModel(nn.Module):
             raise ValueError(f"unknown encoder {config.encoder!r} (conv or gru)")
         if config.container_levels > 0:
             # Mean block vector of each ancestor's blocks, before and after the context encoder.
-            pooled_dim = config.container_levels * config.hidden
+            pooled_dim = config.container_levels * (config.hidden + (_N_CONTAINER_STATS if config.container_stats else 0))
             self.container_in = nn.Linear(pooled_dim, config.hidden)
             self.container_out = nn.Linear(pooled_dim, config.hidden)
             context_dim += config.hidden
@@ -106,7 +107,8 @@ class BlockSequenceModel(nn.Module):
             if groups is None or groups.shape[-1] < levels:
                 raise ValueError(f"this model pools {levels} container levels: pass their group ids")
             groups = groups[..., :levels].to(x.device)
-            x = (x + F.gelu(self.container_in(_group_means(x, groups, mask)))) * mask
+            stats = _container_stats(numeric, groups, mask) if self.config.container_stats else None
+            x = (x + F.gelu(self.container_in(_with_stats(_group_means(x, groups, mask), stats)))) * mask
         if self.config.encoder == "gru":
             packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True,
                                                        enforce_sorted=False)
@@ -123,16 +125,18 @@ class BlockSequenceModel(nn.Module):
         if levels > 0:
             # The encoder's block states (conv: h; gru: its forward direction) pooled per ancestor.
             states = context[..., :self.config.hidden]
-            context = torch.cat([context, self.container_out(_group_means(states, groups, mask))], dim=-1)
+            context = torch.cat([context, self.container_out(_with_stats(_group_means(states, groups, mask), stats))],
+                                dim=-1)
         # The block's own vector next to its context: a residual path for local evidence.
         return self.head(torch.cat([context, x], dim=-1))
 
 
-def _group_means(x: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Per block and level, the mean of ``x`` [B, T, C] over the real blocks of that
-    level's group -> [B, T, L*C]. ``groups`` [B, T, L] (``collate_groups``): page-local
-    ids shared across levels (below T*L; padded positions have ids of their own), a
-    block being a member of each of its L groups; one ``index_add`` for all levels."""
+def _group_sums(x: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per block and level, the sum of ``x`` [B, T, C] over the real blocks of that level's
+    group, and the number of those blocks as one more column -> [B, T, L, C+1].
+    ``groups`` [B, T, L] (``collate_groups``): page-local ids shared across levels (below
+    T*L; padded positions have ids of their own), a block being a member of each of its L
+    groups; one ``index_add`` for all levels."""
     b, t, c = x.shape
     levels = groups.shape[-1]
     weight = mask.to(x.dtype)
@@ -140,8 +144,37 @@ def _group_means(x: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor) -> t
     values = torch.cat([x * mask, weight], dim=-1).unsqueeze(2).expand(b, t, levels, c + 1).reshape(-1, c + 1)
     index = (groups + (torch.arange(b, device=x.device) * (t * levels))[:, None, None]).reshape(-1)
     sums = torch.zeros(b * t * levels, c + 1, dtype=x.dtype, device=x.device).index_add_(0, index, values)
-    means = sums[:, :c] / sums[:, c:].clamp(min=1.0)
-    return means.index_select(0, index).reshape(b, t, levels * c)
+    return sums.index_select(0, index).reshape(b, t, levels, c + 1)
+
+
+def _group_means(x: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per block and level, the mean of ``x`` [B, T, C] over the real blocks of that
+    level's group -> [B, T, L*C] (groups as in ``_group_sums``)."""
+    b, t, c = x.shape
+    sums = _group_sums(x, groups, mask)
+    return (sums[..., :c] / sums[..., c:].clamp(min=1.0)).reshape(b, t, -1)
+
+
+_N_CONTAINER_STATS = 2
+
+
+def _container_stats(numeric: torch.Tensor, groups: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per block and level: the share of the page's characters inside that ancestor and
+    log(1 + its blocks) / 8 -> [B, T, L, 2]. An article body holds most of a page's text
+    in a few large blocks, a link list little text in many small ones; the pooled means
+    alone cannot tell a large container from a small one."""
+    # Feature column 0 is log1p(characters) / 8 in every feature version.
+    chars = torch.expm1(numeric[..., :1].to(torch.float32) * 8.0) * mask
+    sums = _group_sums(chars, groups, mask)
+    page = chars.sum(dim=1, keepdim=True).clamp(min=1.0)[:, :, None, :]
+    return torch.cat([sums[..., :1] / page, torch.log1p(sums[..., 1:]) / 8.0], dim=-1)
+
+
+def _with_stats(means: torch.Tensor, stats: torch.Tensor | None) -> torch.Tensor:
+    """Pooled means [B, T, L*C] with each level's container stats [B, T, L, S] after them."""
+    if stats is None:
+        return means
+    return torch.cat([means, stats.reshape(*stats.shape[:2], -1)], dim=-1)
 
 
 def _conv_over_blocks(h: torch.Tensor, conv: nn.Conv1d) -> torch.Tensor:

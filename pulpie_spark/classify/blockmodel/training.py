@@ -9,6 +9,10 @@ probabilities and the word count of each block (for the word-weighted dev score)
   with alpha 0.7 and T 2.0 (the Pulpie student recipe).
 * early stopping on the dev word-weighted F1 of main blocks (words, not blocks:
   missing a long paragraph costs more than missing a date).
+* ``ema_decay`` > 0: the weights evaluated, kept and saved are an exponential moving
+  average of the trained ones (updated after every step), which the model of one seed
+  wanders around: with two short epochs, leave-one-source-out scores of one recipe
+  moved by up to 0.036 shingle F1 on a fold between two seeds.
 * reproducible: seeded torch + numpy shuffling, deterministic algorithms, a fixed
   thread count (``threads``; the result does not depend on the machine's core count).
 * distributed: when launched with ``WORLD_SIZE > 1`` (TorchDistributor / torchrun) each
@@ -55,6 +59,7 @@ class TrainConfig:
     max_minutes: float | None = None     # stop after the epoch that crosses this wall-clock budget
     max_pages_per_source: int | None = None  # seeded sample of at most this many train pages per source
     token_dropout: float = 0.0           # share of a block's hashed tokens dropped per training step
+    ema_decay: float = 0.0               # > 0: evaluate and keep an exponential moving average of the weights
     device: str = "cpu"
     model: BlockModelConfig = field(default_factory=BlockModelConfig)
 
@@ -141,6 +146,24 @@ def drop_tokens(ids: torch.Tensor, rate: float, rng: np.random.RandomState) -> t
     return torch.where(keep, ids, torch.zeros_like(ids))
 
 
+class _WeightAverage:
+    """Exponential moving average of a model's floating-point weights (others copied)."""
+
+    def __init__(self, model: torch.nn.Module, decay: float):
+        if not 0.0 < decay < 1.0:
+            raise ValueError(f"ema_decay must be in (0, 1), got {decay}")
+        self.decay = decay
+        self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    @torch.no_grad()
+    def update(self, model: torch.nn.Module) -> None:
+        for name, value in model.state_dict().items():
+            if value.dtype.is_floating_point:
+                self.state[name].mul_(self.decay).add_(value.detach(), alpha=1.0 - self.decay)
+            else:
+                self.state[name].copy_(value)
+
+
 def _loss(logits, labels, teacher, class_weight, cfg: TrainConfig):
     flat_logits = logits.reshape(-1, 2)
     flat_labels = labels.reshape(-1)
@@ -199,6 +222,7 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
     dropout_rng = np.random.RandomState(cfg.seed + 7919 + rank)
 
     best_state, best_f1, best_epoch, bad_epochs = None, -1.0, -1, 0
+    averaged = _WeightAverage(model, cfg.ema_decay) if cfg.ema_decay > 0 else None
     history = []
     start = time.perf_counter()
     # Same number of steps on every rank (DDP needs matching collectives).
@@ -230,7 +254,13 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
+            if averaged is not None:
+                averaged.update(model)
             total += float(loss.detach())
+        trained = None
+        if averaged is not None:   # evaluate (and keep) the average; training goes on from the trained weights
+            trained = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            model.load_state_dict(averaged.state)
         dev_scores = word_f1(dev_w, predict_examples(model, dev_w, device=device)) if dev_w else {"f1": 0.0}
         history.append({"epoch": epoch + 1, "loss": total / max(1, steps), **dev_scores,
                         "seconds": round(time.perf_counter() - start, 1)})
@@ -241,8 +271,10 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         else:
             bad_epochs += 1
-            if bad_epochs >= cfg.patience:
-                break
+        if trained is not None:
+            model.load_state_dict(trained)
+        if bad_epochs >= cfg.patience:
+            break
         if cfg.max_minutes is not None and time.perf_counter() - start > 60 * cfg.max_minutes:
             if rank == 0:
                 log.info("stopping after epoch %d: time budget of %.0f min used", epoch + 1, cfg.max_minutes)
