@@ -102,7 +102,7 @@ def resiliparse_text(html) -> str:
 BASELINES: dict[str, Callable] = {TRAFILATURA: trafilatura_text, RESILIPARSE: resiliparse_text}
 
 
-def label_ceiling(html, gold_text: str | None) -> tuple[str, list[tuple[str, int]]]:
+def render_training_labels(html, gold_text: str | None) -> tuple[str, list[tuple[str, int]]]:
     """The page rendered with its training labels, and (block tag, label) per block.
 
     The labels are the ones every block model is trained on (``blockmodel.labels.label_blocks``

@@ -27,7 +27,7 @@ Protocol (``run_loso``):
    shingle F1 with CJK characters as tokens, pages/s per core (CPU seconds).
 
 ``label_ceiling``: each page is also rendered with its training labels
-(``harness.label_ceiling``; extractor ``labels``): how far the fold model is from what it
+(``harness.render_training_labels``; extractor ``labels``): how far the fold model is from what it
 was taught, and how far its teaching is from the gold. The labels' main share per block
 tag and source goes to ``conventions.csv`` (which sources keep captions, titles, lists).
 """
@@ -48,8 +48,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from pulpie_spark.evaluate.harness import (BASELINES, RESILIPARSE, TRAFILATURA, add_page_metrics, label_ceiling,
-                                          score)
+from pulpie_spark.evaluate.harness import (BASELINES, RESILIPARSE, TRAFILATURA, add_page_metrics,
+                                          render_training_labels, score)
 
 log = logging.getLogger("pulpie_spark.evaluate.loso")
 
@@ -236,7 +236,7 @@ def _baselines_chunk(payload) -> list[dict]:
             tags: list = []
 
             def ceiling(page_html, gold=golds[idx]):
-                text, tags[:] = label_ceiling(page_html, gold)
+                text, tags[:] = render_training_labels(page_html, gold)
                 return text
 
             row[f"{LABELS}_text"], row[f"{LABELS}_cpu_seconds"], row[f"{LABELS}_error"] = _time_call(ceiling, html)

@@ -87,7 +87,8 @@ class BlockSequenceModel(nn.Module):
             raise ValueError(f"unknown encoder {config.encoder!r} (conv or gru)")
         if config.container_levels > 0:
             # Mean block vector of each ancestor's blocks, before and after the context encoder.
-            pooled_dim = config.container_levels * (config.hidden + (_N_CONTAINER_STATS if config.container_stats else 0))
+            per_level = config.hidden + (_N_CONTAINER_STATS if config.container_stats else 0)
+            pooled_dim = config.container_levels * per_level
             self.container_in = nn.Linear(pooled_dim, config.hidden)
             self.container_out = nn.Linear(pooled_dim, config.hidden)
             context_dim += config.hidden
