@@ -113,6 +113,7 @@ def render_training_labels(html, gold_text: str | None) -> tuple[str, list[tuple
     distance to it is the model's own error. The tags show each source's convention
     (captions, titles, lists, tables in or out)."""
     from pulpie_spark.classify.blockmodel.data import full_texts_from_map
+    from pulpie_spark.classify.blockmodel.features import _ROOT_TAG_RE
     from pulpie_spark.classify.blockmodel.labels import label_blocks
     from pulpie_spark.page import render_page
     from pulpie_spark.segment.simplify import simplify
@@ -121,8 +122,11 @@ def render_training_labels(html, gold_text: str | None) -> tuple[str, list[tuple
     if page.error or not page.blocks:
         return "", []
     labels = label_blocks(full_texts_from_map(page.map_html, len(page.blocks)), gold_text, min_recall=0.0).labels
-    tags = [(block[1:].split(">", 1)[0].split(None, 1)[0].lower() if block.startswith("<") else "#text", label)
-            for block, label in zip(page.blocks, labels)]
+    # The block's root tag as the block features read it (features._ROOT_TAG_RE).
+    tags = []
+    for block, label in zip(page.blocks, labels):
+        root = _ROOT_TAG_RE.match(block or "")
+        tags.append((root.group(1).lower() if root else "#text", label))
     return render_page(page.map_html, labels)["text"] or "", tags
 
 
