@@ -69,6 +69,8 @@ class EvaluateJob(SparkJob):
                           help="share of hashed block tokens dropped per training step (as jobs/train.py)")
         loso.add_argument("--container-levels", type=int, default=0,
                           help="ancestor levels the model pools blocks over (as jobs/train.py)")
+        loso.add_argument("--teachers", type=int, default=0,
+                          help="each fold model distilled from the mean of this many models of other seeds")
         loso.add_argument("--ema-decay", type=float, default=0.0,
                           help="moving average of the weights per step (as jobs/train.py)")
         loso.add_argument("--label-ceiling", action="store_true",
@@ -129,7 +131,7 @@ class EvaluateJob(SparkJob):
                         "patience": args.patience, "seed": args.seed, "threads": args.threads,
                         "max_minutes": args.max_minutes, "max_pages_per_source": args.max_pages_per_source,
                         "main_weight": args.main_weight, "token_dropout": args.token_dropout,
-                        "ema_decay": args.ema_decay,
+                        "ema_decay": args.ema_decay, "teachers": args.teachers,
                         "model": {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,
                                   "feature_version": args.feature_version,
                                   "container_levels": args.container_levels,

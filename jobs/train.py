@@ -55,6 +55,8 @@ class TrainJob(SparkJob):
                             help="ancestor levels whose blocks the model pools together (0: none)")
         parser.add_argument("--ema-decay", type=float, default=0.0,
                             help="keep a moving average of the weights with this decay per step (0: off)")
+        parser.add_argument("--teachers", type=int, default=0,
+                            help="distil from the mean of this many models of seeds seed+1.. (0: off)")
         parser.add_argument("--container-stats", action="store_true",
                             help="with --container-levels: also each ancestor's text share and block count")
         parser.add_argument("--batch-pages", type=int, default=16)
@@ -116,6 +118,7 @@ class TrainJob(SparkJob):
                           patience=args.patience, seed=args.seed, threads=args.threads,
                           max_minutes=args.max_minutes, max_pages_per_source=args.max_pages_per_source,
                           main_weight=args.main_weight, token_dropout=args.token_dropout, ema_decay=args.ema_decay,
+                          teachers=args.teachers,
                           device="cuda" if args.use_gpu else "cpu")
         cfg_dict = {k: v for k, v in cfg.__dict__.items() if k != "model"}
         cfg_dict["model"] = {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,

@@ -3,7 +3,7 @@
     segment_page   html -> blocks, block_paths, map_html, encoding, seg_error
     classify_pages pages' blocks -> P(main) per block, or an error per page
     render_page    map_html + labels -> main_html, markdown, text, n_main, render_error
-    fallback_reason / fallback_page   trafilatura for pages the model could not serve
+    fallback_reason / fallback_page   trafilatura or resiliparse for pages the model could not serve
     extract_pages  the four composed, for a list of pages (Extractor, evaluation harness)
 
 The Python API (:class:`pulpie_spark.Extractor`), the Spark stages (``segment``,
@@ -175,10 +175,12 @@ def fallback_reason(seg_error: str | None, model_error: str | None, markdown: st
     return None
 
 
-def fallback_page(html, declared_charset=None, *, links: bool = False, images: bool = False) -> dict:
-    """trafilatura's Markdown and text for one page under the page guards (FALLBACK_FIELDS)."""
+def fallback_page(html, declared_charset=None, *, links: bool = False, images: bool = False,
+                  fallback: str = "trafilatura") -> dict:
+    """The ``fallback`` extractor's Markdown and text for one page under the page guards
+    (FALLBACK_FIELDS; ``fallback`` names the extractor when it served the page)."""
     from pulpie_spark.guards import guard_page
-    from pulpie_spark.render.fallback import trafilatura_extract
+    from pulpie_spark.render.fallback import fallback_extractor
     from pulpie_spark.segment.decode import decode_html
 
     out = {"markdown": None, "text": None, "fallback": None, "fallback_error": None}
@@ -188,14 +190,14 @@ def fallback_page(html, declared_charset=None, *, links: bool = False, images: b
         charset = declared_charset if isinstance(declared_charset, str) else None
         html, _ = decode_html(bytes(html), charset)
     # Same size and time guards as segmentation: a page rejected as too large or too
-    # slow is not handed to trafilatura either.
-    result, guard_reason = guard_page(trafilatura_extract, html, links=links, images=images)
+    # slow is not handed to the fallback either.
+    result, guard_reason = guard_page(fallback_extractor(fallback), html, links=links, images=images)
     if guard_reason is not None:
         out["fallback_error"] = reasons.prefixed(reasons.FALLBACK_FAILED_PREFIX, guard_reason)
     elif result.error:
         out["fallback_error"] = result.error
     else:
-        out.update(markdown=result.markdown, text=result.text, fallback="trafilatura")
+        out.update(markdown=result.markdown, text=result.text, fallback=fallback)
     return out
 
 
@@ -235,7 +237,7 @@ def extract_pages(htmls: Sequence, classifier, *, charsets: Sequence | None = No
             why = fallback_reason(seg["seg_error"], out["error"], out["markdown"])
             if why is not None:
                 out["fallback_reason"] = why
-                fb = fallback_page(html, charset, links=links, images=images)
+                fb = fallback_page(html, charset, links=links, images=images, fallback=fallback)
                 if fb["fallback"] is not None:
                     out.update(markdown=fb["markdown"], text=fb["text"], fallback_used=True)
                 else:

@@ -26,13 +26,13 @@ CLASSIFY_PREFIX = "classify:"                 # classify:error:<Type>: <message>
 MODEL_LOAD_FAILED_PREFIX = "model_load_failed:"  # classify:model_load_failed:error:... (the worker's model)
 RENDER_PREFIX = "render:"                     # render:<guard reason or error:...>
 
-# --- why the fallback extractor ran (the ``fallback`` column: trafilatura:<why>)
+# --- why the fallback extractor ran (the ``fallback`` column: <trafilatura|resiliparse>:<why>)
 FALLBACK_NO_BLOCKS = NO_BLOCKS
 FALLBACK_ERROR = "error"                      # the model path failed (segment, classify or render)
 FALLBACK_EMPTY_OUTPUT = "empty_output"        # the model marked nothing main, or it rendered empty
 # ... and how the fallback itself can fail (in ``error`` of the output row or the reject)
 FALLBACK_FAILED_PREFIX = "fallback_failed:"   # fallback_failed:<guard reason or error>
-FALLBACK_EMPTY = "fallback_empty"             # trafilatura found nothing either
+FALLBACK_EMPTY = "fallback_empty"             # the fallback found nothing either
 
 # --- extract job: rows the ingest marked (prefixes of the ingest's own error/skip_reason)
 INGEST_PREFIX = "ingest:"                     # ingest:<WARC error below>

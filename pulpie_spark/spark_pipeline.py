@@ -8,10 +8,10 @@ Every input row ends in exactly one of the two tables. The output keeps every in
 column unchanged and adds ``doc_id`` (kept if present), ``markdown``, ``text``,
 ``main_html`` (optional), ``n_blocks``, ``n_main``, ``model_id``, ``error`` and
 ``fallback``. With ``fallback="trafilatura"`` (the default) a page the model could not
-serve (no blocks, a classify/render error, empty Markdown) is extracted by trafilatura:
-it stays in the output with ``fallback`` = ``trafilatura:<why>`` and the model path's
-failure in ``error``. Rejects keep the input columns and add ``doc_id``, ``reason`` and
-``stage``.
+serve (no blocks, a classify/render error, empty Markdown) is extracted by trafilatura
+(``fallback="resiliparse"``: by resiliparse, faster, plain text only): it stays in the
+output with ``fallback`` = ``<fallback>:<why>`` and the model path's failure in ``error``.
+Rejects keep the input columns and add ``doc_id``, ``reason`` and ``stage``.
 """
 
 from __future__ import annotations
@@ -161,17 +161,18 @@ def process(df, options: ExtractOptions | None = None):
     model_error = F.coalesce(F.col(_P + "seg_error"), F.col(_P + "classify_error"), F.col(_P + "render.render_error"))
     markdown, text = F.col(_P + "render.markdown"), F.col(_P + "render.text")
     fallback = error = F.lit(None).cast("string")
-    if validate_fallback(options.fallback) != "none":
+    fallback_name = validate_fallback(options.fallback)
+    if fallback_name != "none":
         # In SQL so that only the rows that need it ship their HTML to the fallback UDF.
         why = fallback_reason_column(F.col(_P + "seg_error"), model_error, markdown)
         needed = F.col(_P + "in_reason").isNull() & why.isNotNull()
         df = df.withColumn(_P + "why", why).withColumn(
             _P + "fb", fallback_column(F.when(needed, F.col(options.html_col)), charset,
-                                       links=options.links, images=options.images))
+                                       links=options.links, images=options.images, fallback=fallback_name))
         used = needed & F.col(_P + "fb.fallback").isNotNull()
         markdown = F.when(used, F.col(_P + "fb.markdown")).otherwise(markdown)
         text = F.when(used, F.col(_P + "fb.text")).otherwise(text)
-        fallback = F.when(used, F.concat(F.lit("trafilatura:"), F.col(_P + "why")))
+        fallback = F.when(used, F.concat(F.lit(fallback_name + ":"), F.col(_P + "why")))
         # The Python API's rule (page.extract_pages): a failed fallback's error is kept too.
         error = F.when(used, model_error).when(needed, F.col(_P + "fb.fallback_error"))
         # A page rescued by the fallback is output, not a reject.
@@ -198,7 +199,7 @@ def process(df, options: ExtractOptions | None = None):
     )
     # What the stages give a page over the size guard (the fallback's guard refuses it too).
     big_error = (reasons.prefixed(reasons.FALLBACK_FAILED_PREFIX, reasons.HTML_TOO_LARGE)
-                 if validate_fallback(options.fallback) != "none" else None)
+                 if fallback_name != "none" else None)
     types = dict(df.dtypes)
     big = big.select(
         *[F.col(c) for c in input_cols],

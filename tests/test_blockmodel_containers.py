@@ -1,11 +1,13 @@
 """Container pooling of the block model (containers.py, model.container_levels, container_stats) and the
-training options that came with it: token dropout, a moving average of the weights."""
+training options that came with it: token dropout, a moving average of the weights, distillation from
+teachers of other seeds."""
 
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -16,7 +18,8 @@ from pulpie_spark.classify.blockmodel.model import (BlockModelConfig, BlockSeque
                                                    _container_stats, _group_means, collate, collate_groups,
                                                    load_model)
 from pulpie_spark.classify.blockmodel.training import (PageExample, TrainConfig, _WeightAverage, drop_tokens,
-                                                      train_model)
+                                                      predict_examples, train_from_cache, train_model,
+                                                      training_rows)
 
 # An article whose first paragraph sits in the article's div and the rest in a wrapper
 # (the paywall of es/ABC pages in fundus), next to a teaser list.
@@ -217,3 +220,45 @@ def test_training_with_a_weight_average_is_reproducible_and_saves_the_average(tm
     loaded = load_model(tmp_path / "m")
     for (name, a), (_, b) in zip(first.state_dict().items(), loaded.state_dict().items()):
         assert torch.equal(a, b), name
+
+
+def _cache_frame():
+    """A features cache of two sources (10 train pages, 2 dev pages) with pages that differ."""
+    examples, meta = [], []
+    rng = np.random.RandomState(1)
+    for i, example in enumerate(_examples() + _examples()):
+        example.numeric = example.numeric + rng.rand(*example.numeric.shape).astype(np.float32) * 0.1
+        examples.append(example)
+        meta.append({"source": "a" if i % 2 else "b", "page_id": f"p{i:02d}", "split": "dev" if i < 2 else "train",
+                     "kept": True, "gold_recall": 1.0, "error": None})
+    return examples_to_frame(examples, pd.DataFrame(meta))
+
+
+def test_distilling_from_teachers_of_other_seeds_matches_the_steps_done_by_hand(tmp_path):
+    base = dict(epochs=1, batch_pages=2, seed=3, max_pages_per_source=3,
+                model=BlockModelConfig(n_buckets=1024, hidden=16, embed_dim=8))
+    frame = _cache_frame()
+    student, report, train_rows, dev_rows = train_from_cache(frame, TrainConfig(teachers=2, **base),
+                                                             output_dir=tmp_path / "m")
+    assert [t["seed"] for t in report["teachers"]] == [4, 5] and report["distill"] is True
+    saved = json.loads((tmp_path / "m" / "config.json").read_text())["training"]
+    assert saved["config"]["teachers"] == 2 and [t["seed"] for t in saved["teachers"]] == [4, 5]
+    # by hand: each teacher on its own seed's page sample, the student on seed 3's pages with their mean
+    dev = frame_to_examples(dev_rows)
+    train = frame_to_examples(train_rows)
+    probs = []
+    for seed in (4, 5):
+        rows, _ = training_rows(frame, 3, seed)
+        teacher, _ = train_model(frame_to_examples(rows), dev, TrainConfig(**{**base, "seed": seed}))
+        probs.append(predict_examples(teacher, train))
+    assert {tuple(training_rows(frame, 3, s)[0].page_id) for s in (3, 4, 5)} != {tuple(train_rows.page_id)}
+    for i, example in enumerate(train):
+        example.teacher = (probs[0][i] + probs[1][i]) / 2
+    by_hand, _ = train_model(train, dev, TrainConfig(**base), distill=True)
+    for (name, a), (_, b) in zip(student.state_dict().items(), by_hand.state_dict().items()):
+        assert torch.allclose(a, b, atol=1e-6), name
+    plain, plain_report, _, _ = train_from_cache(frame, TrainConfig(**base))
+    assert "teachers" not in plain_report and plain_report["distill"] is False
+    assert any(not torch.equal(a, b) for a, b in zip(student.state_dict().values(), plain.state_dict().values()))
+    with pytest.raises(ValueError, match="teacher"):
+        train_from_cache(frame, TrainConfig(teachers=1, **base), distill=True)

@@ -100,6 +100,23 @@ def test_trafilatura_fallback_on_empty_output(real_page):
     assert rescued.labels == plain.labels   # the model's labels are still reported
 
 
+def test_resiliparse_fallback_gives_its_main_text_as_both_outputs(real_page):
+    from pulpie_spark.render.fallback import resiliparse_main_text
+    from pulpie_spark.segment.decode import decode_html
+
+    html = real_page if isinstance(real_page, str) else decode_html(bytes(real_page))[0]
+    rescued = Extractor(classifier=NothingIsMain(), fallback="resiliparse").extract(real_page)
+    by_trafilatura = Extractor(classifier=NothingIsMain(), fallback="trafilatura").extract(real_page)
+    assert rescued.fallback_used and rescued.fallback_reason == "empty_output" and rescued.error is None
+    assert rescued.text == rescued.markdown == resiliparse_main_text(html)
+    assert "Daring Fireball is written and produced by John Gruber" in rescued.text
+    assert rescued.text != by_trafilatura.text
+    # a page where resiliparse finds nothing either: the model path's reason and the fallback's
+    empty = Extractor(classifier=NothingIsMain(), fallback="resiliparse").extract(
+        "<html><body><nav><a href='/'>Home</a></nav></body></html>")
+    assert not empty.fallback_used and empty.text == "" and "fallback_empty" in (empty.error or "")
+
+
 def test_fallback_on_page_without_blocks_records_reason():
     html = "<html><body><script>var x = 1;</script></body></html>"
     result = Extractor(classifier=KeywordClassifier(), fallback="trafilatura").extract(html)

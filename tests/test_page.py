@@ -43,7 +43,7 @@ def pages():
             ("http://a/empty", b""), ("http://a/deep", b"<div>" * 12_000 + b"x" + b"</div>" * 12_000)]
 
 
-@pytest.mark.parametrize("fallback", ["none", "trafilatura"])
+@pytest.mark.parametrize("fallback", ["none", "trafilatura", "resiliparse"])
 @pytest.mark.parametrize("model", ["default", "rigged"])
 def test_api_and_spark_agree_page_by_page(spark, pages, rigged_model, fallback, model):
     model = rigged_model if model == "rigged" else model
@@ -61,7 +61,7 @@ def test_api_and_spark_agree_page_by_page(spark, pages, rigged_model, fallback, 
             assert (row.markdown or "", row.text or "") == (result.markdown, result.text), url
             assert row.n_main == result.n_main and row.n_blocks == result.n_blocks, url
             assert row.error == result.error, url
-            expected_fallback = f"trafilatura:{result.fallback_reason}" if result.fallback_used else None
+            expected_fallback = f"{fallback}:{result.fallback_reason}" if result.fallback_used else None
             assert row.fallback == expected_fallback, url
         else:   # a reject: the API reports the same model-path error (then the fallback's, if it ran)
             assert result.error.split("; ")[0] == rejects[url], url

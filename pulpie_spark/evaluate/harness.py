@@ -90,13 +90,13 @@ def trafilatura_text(html) -> str:
 def resiliparse_text(html) -> str:
     """DCLM's extractor: resiliparse ``extract_plain_text(main_content=True)``. Bytes are
     decoded with resiliparse's own charset detection (counted in its time)."""
-    from resiliparse.extract.html2text import extract_plain_text
+    from pulpie_spark.render.fallback import resiliparse_main_text
 
     if isinstance(html, (bytes, bytearray)):
         from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 
         html = bytes_to_str(bytes(html), detect_encoding(bytes(html)))
-    return extract_plain_text(html or "", main_content=True) or ""
+    return resiliparse_main_text(html)
 
 
 BASELINES: dict[str, Callable] = {TRAFILATURA: trafilatura_text, RESILIPARSE: resiliparse_text}

@@ -2,7 +2,7 @@
 
 For every fold (a source of the labelled table, or a group of small sources) a model is
 trained on the other folds' pages with the same code and rule as the shipped model
-(``blockmodel.training.training_rows`` + ``train_model``) and scored end to end
+(``blockmodel.training.train_from_cache``) and scored end to end
 (``Extractor``, fallback included) on the held-out fold's pages. trafilatura and
 resiliparse run on the same pages in the same run. This measures pages the model never
 saw, from sources it never saw: the number the project quotes.
@@ -250,9 +250,9 @@ def _run_fold(task: dict) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from pulpie_spark.classify.blockmodel.data import check_cache_version, frame_to_examples
+    from pulpie_spark.classify.blockmodel.data import check_cache_version
     from pulpie_spark.classify.blockmodel.model import BlockModelConfig
-    from pulpie_spark.classify.blockmodel.training import TrainConfig, train_model, training_rows
+    from pulpie_spark.classify.blockmodel.training import TrainConfig, train_from_cache
     from pulpie_spark.evaluate.harness import ModelRunner
 
     cfg_dict = dict(task["train_config"])
@@ -263,10 +263,8 @@ def _run_fold(task: dict) -> dict:
     cache = cache[cache["fold"] != task["fold"]]
     if task.get("train_sources"):   # a recipe that trains on some sources only (e.g. the shipped v1 one)
         cache = cache[cache["source"].isin(task["train_sources"])]
-    train_rows, dev_rows = training_rows(cache, cfg.max_pages_per_source, cfg.seed)
     cpu = time.process_time()
-    _, report = train_model(frame_to_examples(train_rows), frame_to_examples(dev_rows), cfg,
-                            output_dir=task["model_dir"])
+    _, report, train_rows, dev_rows = train_from_cache(cache, cfg, output_dir=task["model_dir"])
     train_cpu = time.process_time() - cpu
     runner = ModelRunner(task["model_dir"], fallback=task["fallback"])
     rows = []

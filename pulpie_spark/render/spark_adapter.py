@@ -1,7 +1,7 @@
 """Spark adapter of the render stage: Pandas UDFs over the per-page core (pulpie_spark.page).
 
     render_column    map_html + labels -> main_html, markdown, text, n_main, render_error
-    fallback_column  html -> trafilatura's markdown and text (only for the rows that need
+    fallback_column  html -> the fallback extractor's markdown and text (only for the rows that need
                      it: the caller passes ``html`` as null for the others, so they cost nothing)
 """
 
@@ -35,12 +35,13 @@ def render_column(map_html_col, labels_col, *, links: bool = False, images: bool
     return pulpie_render(map_html_col, labels_col)
 
 
-def fallback_series(html, charset, *, links: bool = False, images: bool = False):
-    rows = [fallback_page(h, c, links=links, images=images) for h, c in zip(html, charset)]
+def fallback_series(html, charset, *, links: bool = False, images: bool = False, fallback: str = "trafilatura"):
+    rows = [fallback_page(h, c, links=links, images=images, fallback=fallback) for h, c in zip(html, charset)]
     return pd.DataFrame(rows, columns=list(FALLBACK_FIELDS), index=html.index)
 
 
-def fallback_column(html_col, charset_col, *, links: bool = False, images: bool = False):
+def fallback_column(html_col, charset_col, *, links: bool = False, images: bool = False,
+                    fallback: str = "trafilatura"):
     from pyspark.sql.functions import pandas_udf
 
     from pulpie_spark.memory import release_freed_memory
@@ -48,7 +49,7 @@ def fallback_column(html_col, charset_col, *, links: bool = False, images: bool 
     @pandas_udf(FALLBACK_DDL)
     def pulpie_fallback(html: pd.Series, charset: pd.Series) -> pd.DataFrame:
         try:
-            return fallback_series(html, charset, links=links, images=images)
+            return fallback_series(html, charset, links=links, images=images, fallback=fallback)
         finally:
             release_freed_memory()
 

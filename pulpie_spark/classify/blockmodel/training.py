@@ -13,6 +13,11 @@ probabilities and the word count of each block (for the word-weighted dev score)
   average of the trained ones (updated after every step), which the model of one seed
   wanders around: with two short epochs, leave-one-source-out scores of one recipe
   moved by up to 0.036 shingle F1 on a fold between two seeds.
+* ``teachers`` = K > 0 (``train_from_cache``): K models of the same recipe are trained
+  first, model k with seed ``seed + k`` (so on its own per-source page sample, initial
+  weights and batch order), and the model kept is distilled from the mean of their
+  P(main) on its training pages: one model's size and speed, trained towards an
+  ensemble's less seed-dependent decisions.
 * reproducible: seeded torch + numpy shuffling, deterministic algorithms, a fixed
   thread count (``threads``; the result does not depend on the machine's core count).
 * distributed: when launched with ``WORLD_SIZE > 1`` (TorchDistributor / torchrun) each
@@ -26,7 +31,7 @@ import json
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -60,6 +65,7 @@ class TrainConfig:
     max_pages_per_source: int | None = None  # seeded sample of at most this many train pages per source
     token_dropout: float = 0.0           # share of a block's hashed tokens dropped per training step
     ema_decay: float = 0.0               # > 0: evaluate and keep an exponential moving average of the weights
+    teachers: int = 0                    # > 0: distil from the mean of this many models of other seeds (train_from_cache)
     device: str = "cpu"
     model: BlockModelConfig = field(default_factory=BlockModelConfig)
 
@@ -287,8 +293,7 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
               "seconds": round(time.perf_counter() - start, 1), "world_size": world,
               "distill": distill, "config": {k: v for k, v in asdict(cfg).items() if k != "model"}}
     if output_dir is not None and rank == 0:
-        save_model(model, output_dir, extra={k: v for k, v in report.items() if k != "history"})
-        Path(output_dir, "training_report.json").write_text(json.dumps(report, indent=2) + "\n")
+        _save_trained(model, output_dir, report)
     if ddp:
         import torch.distributed as dist
 
@@ -320,6 +325,51 @@ def training_rows(frame: pd.DataFrame, max_pages_per_source: int | None = None,
     return train, dev
 
 
+def _save_trained(model: BlockSequenceModel, output_dir: str | os.PathLike, report: dict) -> None:
+    """model.safetensors + config.json (with the report but its history) + training_report.json."""
+    save_model(model, output_dir, extra={k: v for k, v in report.items() if k != "history"})
+    Path(output_dir, "training_report.json").write_text(json.dumps(report, indent=2) + "\n")
+
+
+def train_from_cache(frame: pd.DataFrame, cfg: TrainConfig, output_dir: str | os.PathLike | None = None,
+                     distill: bool = False) -> tuple[BlockSequenceModel, dict, pd.DataFrame, pd.DataFrame]:
+    """Train on a features cache's rows (``training_rows``): (model, report, train rows, dev rows).
+
+    The one training path of jobs/train.py and of every leave-one-source-out fold. With
+    ``cfg.teachers`` = K > 0 the K teachers of the module doc are trained first (not saved)
+    and the returned model is distilled from their mean probabilities; ``distill`` (a
+    teacher column already in the cache, e.g. a Pulpie checkpoint's) cannot be combined
+    with it."""
+    train_rows, dev_rows = training_rows(frame, cfg.max_pages_per_source, cfg.seed)
+    train, dev = frame_to_examples(train_rows), frame_to_examples(dev_rows)
+    teacher_reports = []
+    if cfg.teachers > 0:
+        if distill:
+            raise ValueError("teachers > 0 distils from its own teachers: drop the cache's teacher (--teacher)")
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            raise ValueError("teachers > 0 trains on one process: run without a distributor")
+        probs = []
+        for k in range(1, cfg.teachers + 1):
+            teacher_cfg = replace(cfg, seed=cfg.seed + k, teachers=0)
+            teacher_rows, _ = training_rows(frame, cfg.max_pages_per_source, teacher_cfg.seed)
+            teacher, report = train_model(frame_to_examples(teacher_rows), dev, teacher_cfg)
+            teacher_reports.append({"seed": teacher_cfg.seed, "best_epoch": report["best_epoch"],
+                                    "best_dev_word_f1": report["best_dev_word_f1"],
+                                    "seconds": report["seconds"]})
+            probs.append(predict_examples(teacher, train))
+        for i, example in enumerate(train):
+            example.teacher = np.mean([p[i] for p in probs], axis=0).astype(np.float32)
+    if not teacher_reports:
+        model, report = train_model(train, dev, cfg, output_dir=output_dir, distill=distill)
+        return model, report, train_rows, dev_rows
+    model, report = train_model(train, dev, cfg, distill=True)
+    report["teachers"] = teacher_reports
+    report["seconds"] = round(report["seconds"] + sum(t["seconds"] for t in teacher_reports), 1)
+    if output_dir is not None:
+        _save_trained(model, output_dir, report)
+    return model, report, train_rows, dev_rows
+
+
 def train_entry(cache_path: str, output: str, config_json: str, distill: bool) -> dict:
     """Training on one process (driver or a TorchDistributor worker): features cache -> model dir.
 
@@ -330,8 +380,5 @@ def train_entry(cache_path: str, output: str, config_json: str, distill: bool) -
     cfg = TrainConfig(**cfg_dict, model=model_cfg)
     cache = pd.read_parquet(cache_path)
     check_cache_version(cache, model_cfg.feature_version, f"features cache {cache_path}")
-    train_rows, dev_rows = training_rows(cache, cfg.max_pages_per_source, cfg.seed)
-    train = frame_to_examples(train_rows)
-    dev = frame_to_examples(dev_rows)
-    _, report = train_model(train, dev, cfg, output_dir=output, distill=distill)
+    _, report, _, _ = train_from_cache(cache, cfg, output_dir=output, distill=distill)
     return {k: v for k, v in report.items() if k != "history"}
