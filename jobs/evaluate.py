@@ -13,11 +13,13 @@ classify + text, or Markdown for WebMainBench whose reference is Markdown).
 
 ``--protocol loso`` (leave one source out; pulpie_spark/evaluate/loso.py): for every source
 of the input folder (small sources grouped, near-duplicates counted once) train a model
-without it, with the shipped model's recipe, and score it on that source; trafilatura and
-resiliparse run on the same pages. The table quoted in docs/model-card.md:
+without it, with the recipe the flags give (below: the shipped model's), and score it on
+that source; trafilatura and resiliparse run on the same pages. The table quoted in
+docs/model-card.md, over two seeds (OUTPUT/seed-<n>, then OUTPUT/seeds.md):
 
     python jobs/evaluate.py --protocol loso --input ../shared/data/extraction \
-        --output /tmp/pulpie-loso --workers 2 --epochs 2 --max-pages-per-source 300
+        --output /tmp/pulpie-loso --workers 2 --epochs 2 --max-pages-per-source 300 \
+        --main-weight 1.0 --token-dropout 0.25 --container-levels 3 --seeds 13,14
 
 The evaluation is local (pandas + multiprocessing): it starts no SparkSession and
 takes no Spark flags (--input, --output and its own).
@@ -81,6 +83,9 @@ class EvaluateJob(SparkJob):
         loso.add_argument("--lr", type=float, default=2e-3)
         loso.add_argument("--patience", type=int, default=4)
         loso.add_argument("--seed", type=int, default=13)
+        loso.add_argument("--seeds", default=None,
+                          help="comma-separated seeds: the protocol once per seed under OUTPUT/seed-<n>, "
+                               "then seeds.md / seeds.csv (scores per seed, mean and spread)")
         loso.add_argument("--hidden", type=int, default=96)
         loso.add_argument("--embed-dim", type=int, default=48)
         loso.add_argument("--buckets", type=int, default=1 << 15)
@@ -137,13 +142,21 @@ class EvaluateJob(SparkJob):
                                   "container_levels": args.container_levels,
                                   "container_stats": args.container_stats}}
         sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
-        result = run_loso(args.input, args.output, train_config=train_config,
-                          min_fold_pages=args.min_fold_pages, workers=args.workers, fallback=args.fallback,
-                          features_cache=args.features_cache, reuse_cache=args.reuse_cache, sources=sources,
-                          limit_per_source=args.limit_per_source, keep_models=args.keep_models,
-                          reference_model=args.reference_model,
-                          train_sources=[s.strip() for s in args.train_sources.split(",")]
-                          if args.train_sources else None, label_ceiling=args.label_ceiling)
+        options = dict(min_fold_pages=args.min_fold_pages, workers=args.workers, fallback=args.fallback,
+                       features_cache=args.features_cache, reuse_cache=args.reuse_cache, sources=sources,
+                       limit_per_source=args.limit_per_source, keep_models=args.keep_models,
+                       reference_model=args.reference_model,
+                       train_sources=[s.strip() for s in args.train_sources.split(",")]
+                       if args.train_sources else None, label_ceiling=args.label_ceiling)
+        if args.seeds:
+            from pulpie_spark.evaluate.loso import run_loso_seeds
+
+            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+            result = run_loso_seeds(args.input, args.output, seeds=seeds, train_config=train_config, **options)
+            print(f"protocol=loso seeds={seeds} input={args.input} output={args.output}")
+            print(result["markdown"])
+            return 0
+        result = run_loso(args.input, args.output, train_config=train_config, **options)
         s = result["summary"]
         print(f"protocol=loso input={args.input} pages={s['pages']} (of {s['input_pages']}, "
               f"{s['duplicates_dropped']} near-duplicates dropped) folds={len(s['folds'])} "

@@ -203,3 +203,30 @@ def test_loso_measures_a_recipe_on_some_sources_and_feature_version(tmp_path, fa
             "--features-cache", str(out / "features.parquet"), "--reuse-cache", "--min-fold-pages", "2",
             "--epochs", "1", "--batch-pages", "2", "--hidden", "16", "--embed-dim", "8", "--buckets", "2048",
             "--fallback", "none"])
+
+
+def test_loso_over_seeds_tables_each_seed_its_mean_and_spread(tmp_path, fake_sources):
+    """--seeds: one run per seed on one features cache, and seeds.csv side by side."""
+    folder, _ = fake_sources
+    out = tmp_path / "seeds"
+    rc = _evaluate_job().main([
+        "--protocol", "loso", "--input", str(folder), "--output", str(out), "--min-fold-pages", "2",
+        "--epochs", "1", "--batch-pages", "2", "--hidden", "16", "--embed-dim", "8", "--buckets", "2048",
+        "--fallback", "none", "--seeds", "3,4"])
+    assert rc == 0
+    assert (out / "features.parquet").is_file() and not (out / "seed-3" / "features.parquet").exists()
+    summaries = {seed: json.loads((out / f"seed-{seed}" / "summary.json").read_text()) for seed in (3, 4)}
+    assert [summaries[s]["train_config"]["seed"] for s in (3, 4)] == [3, 4]
+    table = pd.read_csv(out / "seeds.csv").set_index("row")
+    assert list(table.index) == ["seed 3", "seed 4", "mean over seeds", "spread (max - min)", "trafilatura"]
+    means = [summaries[s]["model_mean_fold_shingle_f1"] for s in (3, 4)]
+    assert table.loc[["seed 3", "seed 4"], "mean_shingle_f1"].tolist() == pytest.approx(means)
+    assert table.at["spread (max - min)", "mean_shingle_f1"] == pytest.approx(max(means) - min(means))
+    assert table.at["mean over seeds", "mean_shingle_f1"] == pytest.approx(sum(means) / 2)
+    assert table.at["trafilatura", "mean_shingle_f1"] == pytest.approx(
+        summaries[3]["trafilatura_mean_fold_shingle_f1"])
+    folds = sorted(json.loads((out / "seed-3" / "folds.json").read_text()), key=lambda f: f["fold"])
+    assert [c for c in table.columns if c.endswith("_shingle_f1") and not c.startswith("mean")] == [
+        f"{f['fold']}_shingle_f1" for f in folds]
+    markdown = (out / "seeds.md").read_text()
+    assert markdown.startswith("| model | mean shingle f1 |") and "| spread (max - min) |" in markdown
