@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pulpie_spark.classify.blockmodel.recipe import add_recipe_arguments, recipe_config
 from pulpie_spark.cli import SparkJob, run_job
 from pulpie_spark.render.fallback import DEFAULT_FALLBACK, FALLBACKS
 
@@ -61,38 +62,14 @@ class EvaluateJob(SparkJob):
         loso.add_argument("--keep-models", action="store_true", help="keep each fold's model under OUTPUT/models")
         loso.add_argument("--reference-model", default=None,
                           help="also run this fixed model (e.g. default: the shipped one) on every page")
-        loso.add_argument("--epochs", type=int, default=2, help="epochs per fold (as jobs/train.py --epochs)")
-        loso.add_argument("--max-minutes", type=float, default=None, help="training-time budget per fold")
-        loso.add_argument("--max-pages-per-source", type=int, default=300,
-                          help="train pages per source per fold (as jobs/train.py --max-pages-per-source)")
-        loso.add_argument("--main-weight", type=float, default=None,
-                          help="class weight of main blocks (default: n_other / n_main clipped to [1, 5])")
-        loso.add_argument("--token-dropout", type=float, default=0.0,
-                          help="share of hashed block tokens dropped per training step (as jobs/train.py)")
-        loso.add_argument("--container-levels", type=int, default=0,
-                          help="ancestor levels the model pools blocks over (as jobs/train.py)")
-        loso.add_argument("--teachers", type=int, default=0,
-                          help="each fold model distilled from the mean of this many models of other seeds")
-        loso.add_argument("--ema-decay", type=float, default=0.0,
-                          help="moving average of the weights per step (as jobs/train.py)")
+        add_recipe_arguments(loso, epochs=2, max_pages_per_source=300)
         loso.add_argument("--label-ceiling", action="store_true",
                           help="also score every page rendered with its training labels; write conventions.csv")
-        loso.add_argument("--container-stats", action="store_true",
-                          help="with --container-levels: ancestors' text share and block count (as jobs/train.py)")
-        loso.add_argument("--batch-pages", type=int, default=16)
-        loso.add_argument("--lr", type=float, default=2e-3)
-        loso.add_argument("--patience", type=int, default=4)
-        loso.add_argument("--seed", type=int, default=13)
         loso.add_argument("--seeds", default=None,
                           help="comma-separated seeds: the protocol once per seed under OUTPUT/seed-<n>, "
                                "then seeds.md / seeds.csv (scores per seed, mean and spread)")
-        loso.add_argument("--hidden", type=int, default=96)
-        loso.add_argument("--embed-dim", type=int, default=48)
-        loso.add_argument("--buckets", type=int, default=1 << 15)
         loso.add_argument("--train-sources", default=None,
                           help="comma-separated sources the fold models train on (default: all but the fold)")
-        loso.add_argument("--feature-version", type=int, default=None,
-                          help="block feature version of the fold models (default: the current FEATURE_VERSION)")
 
     def run(self, spark, args) -> int:
         if args.protocol == "loso":
@@ -128,19 +105,7 @@ class EvaluateJob(SparkJob):
 
         if not args.input or not args.output:
             raise SystemExit("--protocol loso needs --input (a labelled Parquet folder) and --output")
-        from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
-
-        if args.feature_version is None:
-            args.feature_version = FEATURE_VERSION
-        train_config = {"epochs": args.epochs, "batch_pages": args.batch_pages, "lr": args.lr,
-                        "patience": args.patience, "seed": args.seed, "threads": args.threads,
-                        "max_minutes": args.max_minutes, "max_pages_per_source": args.max_pages_per_source,
-                        "main_weight": args.main_weight, "token_dropout": args.token_dropout,
-                        "ema_decay": args.ema_decay, "teachers": args.teachers,
-                        "model": {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,
-                                  "feature_version": args.feature_version,
-                                  "container_levels": args.container_levels,
-                                  "container_stats": args.container_stats}}
+        train_config = recipe_config(args, threads=args.threads)
         sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
         options = dict(min_fold_pages=args.min_fold_pages, workers=args.workers, fallback=args.fallback,
                        features_cache=args.features_cache, reuse_cache=args.reuse_cache, sources=sources,

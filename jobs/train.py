@@ -27,6 +27,7 @@ import json
 import os
 from pathlib import Path
 
+from pulpie_spark.classify.blockmodel.recipe import add_recipe_arguments, recipe_config
 from pulpie_spark.cli import SparkJob, run_job
 
 
@@ -46,33 +47,8 @@ class TrainJob(SparkJob):
         parser.add_argument("--min-recall", type=float, default=0.7, help="label confidence filter (gold recall)")
         parser.add_argument("--sources", default=None, help="comma-separated sources to keep")
         parser.add_argument("--limit", type=int, default=None, help="first N pages per input (smoke runs)")
-        parser.add_argument("--epochs", type=int, default=20)
-        parser.add_argument("--main-weight", type=float, default=None,
-                          help="class weight of main blocks (default: n_other / n_main clipped to [1, 5])")
-        parser.add_argument("--token-dropout", type=float, default=0.0,
-                            help="share of hashed block tokens dropped per training step (regularisation)")
-        parser.add_argument("--container-levels", type=int, default=0,
-                            help="ancestor levels whose blocks the model pools together (0: none)")
-        parser.add_argument("--ema-decay", type=float, default=0.0,
-                            help="keep a moving average of the weights with this decay per step (0: off)")
-        parser.add_argument("--teachers", type=int, default=0,
-                            help="distil from the mean of this many models of seeds seed+1.. (0: off)")
-        parser.add_argument("--container-stats", action="store_true",
-                            help="with --container-levels: also each ancestor's text share and block count")
-        parser.add_argument("--batch-pages", type=int, default=16)
-        parser.add_argument("--lr", type=float, default=2e-3)
-        parser.add_argument("--patience", type=int, default=4)
-        parser.add_argument("--max-minutes", type=float, default=None,
-                            help="stop after the epoch that crosses this training-time budget")
-        parser.add_argument("--max-pages-per-source", type=int, default=None,
-                            help="seeded sample of at most N train pages per source (balance, time)")
-        parser.add_argument("--seed", type=int, default=13)
+        add_recipe_arguments(parser, epochs=20, max_pages_per_source=None)
         parser.add_argument("--threads", type=int, default=1, help="torch threads per training process")
-        parser.add_argument("--hidden", type=int, default=96)
-        parser.add_argument("--embed-dim", type=int, default=48)
-        parser.add_argument("--buckets", type=int, default=1 << 15)
-        parser.add_argument("--feature-version", type=int, default=None,
-                            help="block feature version (default: the current FEATURE_VERSION)")
         parser.add_argument("--distributor", choices=["none", "torch"], default="none")
         parser.add_argument("--num-processes", type=int, default=1)
         parser.add_argument("--use-gpu", action="store_true")
@@ -80,7 +56,7 @@ class TrainJob(SparkJob):
 
     def run(self, spark, args) -> int:
         from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
-        from pulpie_spark.classify.blockmodel.training import TrainConfig, train_entry
+        from pulpie_spark.classify.blockmodel.training import train_entry
         from pulpie_spark.classify.blockmodel.labels import coverage_by_source, format_coverage
 
         if args.feature_version is None:
@@ -114,17 +90,7 @@ class TrainJob(SparkJob):
         print(format_coverage(coverage_by_source(
             {"source": r.source, "kept": bool(r.kept), "labels": list(r.labels) if r.kept else [],
              "gold_recall": r.gold_recall} for r in cache.itertuples(index=False))))
-        cfg = TrainConfig(epochs=args.epochs, batch_pages=args.batch_pages, lr=args.lr,
-                          patience=args.patience, seed=args.seed, threads=args.threads,
-                          max_minutes=args.max_minutes, max_pages_per_source=args.max_pages_per_source,
-                          main_weight=args.main_weight, token_dropout=args.token_dropout, ema_decay=args.ema_decay,
-                          teachers=args.teachers,
-                          device="cuda" if args.use_gpu else "cpu")
-        cfg_dict = {k: v for k, v in cfg.__dict__.items() if k != "model"}
-        cfg_dict["model"] = {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,
-                             "feature_version": args.feature_version,
-                             "container_levels": args.container_levels,
-                             "container_stats": args.container_stats}
+        cfg_dict = recipe_config(args, threads=args.threads, device="cuda" if args.use_gpu else "cpu")
         config_json = json.dumps(cfg_dict)
         distill = bool(args.teacher)
         if args.distributor == "torch":
