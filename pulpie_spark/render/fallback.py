@@ -74,14 +74,19 @@ def _extract_both(html: str, links: bool, images: bool) -> tuple[str, str]:
     return markdown, text
 
 
+def _as_text(html: str | bytes) -> str:
+    """The page as text: bytes decoded as the segmenter decodes them (``decode_html``)."""
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        from pulpie_spark.segment.decode import decode_html
+
+        html, _ = decode_html(bytes(html))
+    return html
+
+
 def trafilatura_extract(html: str | bytes, *, links: bool = False, images: bool = False) -> FallbackResult:
     """Markdown and plain text of the page's main content by trafilatura. Never raises."""
     try:
-        if isinstance(html, (bytes, bytearray, memoryview)):
-            from pulpie_spark.segment.decode import decode_html
-
-            html, _ = decode_html(bytes(html))
-        markdown, text = _extract_both(html, links, images)
+        markdown, text = _extract_both(_as_text(html), links, images)
     except Exception as exc:  # trafilatura on hostile HTML: a value, not a crash
         return FallbackResult("", "", reasons.FALLBACK_FAILED_PREFIX + reasons.exception_reason(exc))
     if not markdown.strip() and not text.strip():
@@ -102,11 +107,7 @@ def resiliparse_extract(html: str | bytes, *, links: bool = False, images: bool 
 
     ``links``/``images`` are accepted for the common fallback signature; plain text keeps neither."""
     try:
-        if isinstance(html, (bytes, bytearray, memoryview)):
-            from pulpie_spark.segment.decode import decode_html
-
-            html, _ = decode_html(bytes(html))
-        text = resiliparse_main_text(html)
+        text = resiliparse_main_text(_as_text(html))
     except Exception as exc:  # hostile HTML: a value, not a crash
         return FallbackResult("", "", reasons.FALLBACK_FAILED_PREFIX + reasons.exception_reason(exc))
     if not text.strip():
