@@ -17,7 +17,7 @@ without it, with the recipe the flags give (below: the shipped model's), and sco
 that source; trafilatura and resiliparse run on the same pages. The table quoted in
 docs/model-card.md, over two seeds (OUTPUT/seed-<n>, then OUTPUT/seeds.md):
 
-    python jobs/evaluate.py --protocol loso --input ../shared/data/extraction \
+    .venv/bin/python jobs/evaluate.py --protocol loso --input ../shared/data/extraction \
         --output /tmp/pulpie-loso --workers 2 --epochs 2 --max-pages-per-source 300 \
         --main-weight 1.0 --token-dropout 0.25 --container-levels 3 --seeds 13,14
 
