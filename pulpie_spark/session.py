@@ -29,6 +29,17 @@ LOCAL_DEFAULTS: dict[str, str] = {
 }
 
 
+# JVM options of a local run, where the driver JVM runs every task. Java 17's G1 throws
+# OutOfMemoryError ("Retried waiting for GCLocker too often allocating N words") when a
+# large allocation twice meets another task's JNI critical section (Parquet/Arrow codecs),
+# with most of the heap free (JDK-8192647; G1 pins regions instead from JDK 22). Local mode
+# does not retry a failed task, so one such fluke failed a whole job at 1g (CI, 2026-12-02).
+# The flag is diagnostic, and JDKs that dropped it must still start: hence the other two.
+# Set as spark.driver.defaultJavaOptions, so a user's extraJavaOptions add to it.
+LOCAL_JVM_OPTIONS = ("-XX:+IgnoreUnrecognizedVMOptions -XX:+UnlockDiagnosticVMOptions "
+                     "-XX:GCLockerRetryAllocationCount=100")
+
+
 def read_properties(path: str | os.PathLike) -> dict[str, str]:
     """Parse a spark-defaults style file: ``key value`` or ``key=value`` per line."""
     props: dict[str, str] = {}
@@ -65,6 +76,7 @@ def get_spark(app_name: str = "pulpie-spark", conf: Mapping[str, str] | None = N
         # Local Python workers must be this interpreter (the venv), not the first
         # `python3` on PATH, which lacks the package's dependencies.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        settings.setdefault("spark.driver.defaultJavaOptions", LOCAL_JVM_OPTIONS)
     if master:
         builder = builder.master(master)
     elif not launched_by_submit and "spark.master" not in settings:

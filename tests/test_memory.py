@@ -118,6 +118,19 @@ def test_arrow_batches_to_python_are_sized_in_bytes(tmp_path):
     assert memory.arrow_batch_rows(_Session(), small) == memory.ARROW_BATCH_MOST_ROWS
 
 
+def test_the_local_jvm_retries_allocations_that_meet_a_jni_critical_section(spark):
+    # CI failed once at 1g with "Retried waiting for GCLocker too often" (Java 17's default of 2).
+    from pulpie_spark.session import LOCAL_JVM_OPTIONS
+
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert set(LOCAL_JVM_OPTIONS.split()) <= set(arguments)
+    if int(jvm.java.lang.System.getProperty("java.specification.version")) < 22:
+        diagnostic = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+            jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+        assert diagnostic.getVMOption("GCLockerRetryAllocationCount").getValue() == "100"
+
+
 def test_our_session_defaults_are_refined_and_restored_but_user_choices_kept(spark):
     from pulpie_spark.session import LOCAL_DEFAULTS
 
