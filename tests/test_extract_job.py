@@ -127,6 +127,41 @@ def test_extract_table_to_delta_with_rejects(spark, tmp_path, sample_pages, tiny
         assert got[page["url"]].doc_id == want
 
 
+def test_a_model_trained_by_train_py_runs_by_its_directory(spark, tmp_path, sample_pages):
+    """jobs/train.py's output directory is a --model for Extractor and the Spark job alike
+    (shipped to executors as any local checkpoint)."""
+    import torch
+
+    import numpy as np
+
+    from pulpie_spark.classify.blockmodel.model import (BlockModelConfig, BlockSequenceModel, DefaultBlockClassifier,
+                                                       save_model)
+    from pulpie_spark.classify.registry import is_blockmodel_dir
+    from pulpie_spark.extractor import Extractor
+
+    torch.manual_seed(5)
+    model = BlockSequenceModel(BlockModelConfig(n_buckets=1024, hidden=16, embed_dim=8, model_id="test/trained"))
+    # Random weights: shift the main logit to the pages' median, so that about half the blocks are main.
+    probs = np.concatenate(DefaultBlockClassifier(model.eval()).predict_proba(
+        *zip(*[(seg["blocks"], seg["block_paths"]) for seg in map(segment_page, [p["html"] for p in sample_pages])])))
+    with torch.no_grad():
+        model.head[1].bias[1] -= float(np.median(np.log(probs / (1 - probs))))
+    model_dir = save_model(model, tmp_path / "trained")
+    assert is_blockmodel_dir(str(model_dir)) and not is_blockmodel_dir(str(tmp_path))
+    extractor = Extractor(str(model_dir), fallback="none")
+    assert extractor.model_id == "test/trained"
+    rows = [(p["url"], p["html"]) for p in sample_pages]
+    df = spark.createDataFrame(rows, "url string, html binary")
+    run_extract(df, str(tmp_path / "out"), options=ExtractOptions(model=str(model_dir), fallback="none"))
+    got = {r.url: r for r in spark.read.parquet(str(tmp_path / "out")).collect()}
+    expected = _expected_by_page(str(model_dir), sample_pages)
+    for page in sample_pages:
+        result = extractor.extract(page["html"])
+        assert got[page["url"]].text == expected[page["url"]][1]["text"] == result.text
+        assert got[page["url"]].error is None and got[page["url"]].model_id == str(model_dir)
+    assert 0 < sum(got[p["url"]].n_main for p in sample_pages) < sum(got[p["url"]].n_blocks for p in sample_pages)
+
+
 def test_extract_job_on_warc_files(spark, tmp_path, data_dir, tiny_model, capsys):
     ExtractJob = load_job("extract").ExtractJob
 

@@ -1,10 +1,14 @@
 """Resolve a model name to a BlockClassifier.
 
 ``"default"`` is the embedded model (pulpie_spark/classify/blockmodel), the ``orange-*`` names
-are the published Pulpie checkpoints, anything else is a Hub id or a local directory.
+are the published Pulpie checkpoints, a directory written by jobs/train.py is a block model
+of the embedded kind, anything else is a Hub id or a local transformers checkpoint.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 from pulpie_spark.classify.base import BlockClassifier, ModelLoadError
 
@@ -24,6 +28,18 @@ def resolve_model_name(model: str) -> str:
     return MODEL_ALIASES.get(model.lower(), model)
 
 
+def is_blockmodel_dir(model: str) -> bool:
+    """A directory of jobs/train.py's layout (model.safetensors + a config.json that records
+    its block feature version), as opposed to a transformers checkpoint."""
+    path = Path(model)
+    if not (path / "config.json").is_file() or not (path / "model.safetensors").is_file():
+        return False
+    try:
+        return "feature_version" in json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False    # not ours; the transformers loader reports what is wrong with it
+
+
 def load_classifier(model: str = DEFAULT_MODEL, device: str | None = None, **kwargs) -> BlockClassifier:
     """Load a block classifier; ``kwargs`` go to the HF loader (trust_remote_code,
     max_tokens, batch_tokens, dtype)."""
@@ -40,6 +56,15 @@ def load_classifier(model: str = DEFAULT_MODEL, device: str | None = None, **kwa
             return load_default(device=device)
         except (OSError, ValueError, RuntimeError) as exc:   # missing or damaged model files
             raise ModelLoadError(f"cannot load the embedded default model: {exc}") from exc
+    if is_blockmodel_dir(resolved):
+        from pulpie_spark.classify.blockmodel.model import DefaultBlockClassifier, load_model
+
+        try:
+            classifier = DefaultBlockClassifier(load_model(resolved, device=device), device=device)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ModelLoadError(f"cannot load the block model at {resolved!r}: {exc}") from exc
+        classifier.model_id = kwargs.get("model_id") or classifier.model_id   # as the HF loader names it
+        return classifier
     from pulpie_spark.classify.hf import load_hf_classifier
 
     return load_hf_classifier(resolved, device=device, **kwargs)

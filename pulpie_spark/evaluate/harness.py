@@ -130,29 +130,17 @@ def render_training_labels(html, gold_text: str | None) -> tuple[str, list[tuple
     return render_page(page.map_html, labels)["text"] or "", tags
 
 
-def _is_blockmodel_dir(model: str) -> bool:
-    path = Path(model)
-    if not (path / "config.json").is_file() or not (path / "model.safetensors").is_file():
-        return False
-    return "feature_version" in json.loads((path / "config.json").read_text(encoding="utf-8"))
-
-
 class ModelRunner:
     """End-to-end extraction through :class:`pulpie_spark.Extractor` (the per-page core of
-    every path: segment, classify, render, fallback). A directory written by jobs/train.py
-    (a candidate default model) is loaded here and handed to Extractor as its classifier."""
+    every path: segment, classify, render, fallback); ``model`` is any name Extractor takes,
+    a directory written by jobs/train.py (a candidate default model) among them."""
 
     def __init__(self, model: str = "default", output: str = "text", device: str | None = None,
                  fallback: str = "none"):
         from pulpie_spark.extractor import Extractor
 
         self.output = output
-        classifier = None
-        if _is_blockmodel_dir(model):
-            from pulpie_spark.classify.blockmodel.model import DefaultBlockClassifier, load_model
-
-            classifier = DefaultBlockClassifier(load_model(model, device=device), device=device)
-        self.extractor = Extractor(model=model, device=device, fallback=fallback, classifier=classifier)
+        self.extractor = Extractor(model=model, device=device, fallback=fallback)
 
     def __call__(self, html) -> str:
         result = self.extractor.extract(html)
