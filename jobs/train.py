@@ -84,14 +84,7 @@ class TrainJob(SparkJob):
                                 feature_version=args.feature_version)
         import pandas as pd
 
-        import pyarrow.parquet as pq
-        from pulpie_spark.classify.blockmodel.data import is_small_page
-
-        names = pq.ParquetDataset(args.features_cache).schema.names   # a file or Spark's folder
-        columns = [c for c in ("source", "kept", "labels", "gold_recall", "small_page_of")
-                   if c in names or c != "small_page_of"]
-        cache = pd.read_parquet(args.features_cache, columns=columns)
-        cache = cache[~is_small_page(cache)]
+        cache = pd.read_parquet(args.features_cache, columns=["source", "kept", "labels", "gold_recall"])
         print("label coverage (pages kept: main blocks recover >= "
               f"{args.min_recall:.0%} of the gold words)")
         print(format_coverage(coverage_by_source(

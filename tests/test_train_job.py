@@ -32,14 +32,8 @@ def test_train_job_builds_cache_prints_coverage_and_saves_model(spark, tmp_path,
     assert job.run(spark, _args(job, tmp_path, data_dir)) == 0
     out = capsys.readouterr().out
     assert "label coverage" in out and "wcxb" in out and "mozilla_readability" in out
-    from pulpie_spark.classify.blockmodel.data import is_small_page
-
     cache = pd.read_parquet(tmp_path / "cache.parquet")
-    small = cache[is_small_page(cache)]
-    cache = cache[~is_small_page(cache)]
     assert len(cache) == 6                       # every input page has a row, kept or not
-    # and each kept page with a main block the small page cut from it
-    assert sorted(small["small_page_of"]) == sorted(r.page_id for r in cache.itertuples() if r.kept and 1 in r.labels)
     assert set(cache["split"]) == {"train", "dev"}
     kept = cache[cache["kept"]]
     assert len(kept) >= 3 and (kept["n_blocks"] > 0).all()
@@ -62,14 +56,11 @@ def test_train_job_builds_cache_prints_coverage_and_saves_model(spark, tmp_path,
     from pulpie_spark.classify.blockmodel.data import CACHED_CONTAINER_LEVELS
 
     assert all(len(r.groups) == CACHED_CONTAINER_LEVELS * r.n_blocks for r in kept.itertuples())
-    args = _args(job, tmp_path, data_dir, "--reuse-cache", "--container-levels", "2", "--token-dropout", "0.2",
-                 "--small-pages", "1")
+    args = _args(job, tmp_path, data_dir, "--reuse-cache", "--container-levels", "2", "--token-dropout", "0.2")
     args.output = str(tmp_path / "model3")
     assert job.run(spark, args) == 0
     config = json.loads((tmp_path / "model3" / "config.json").read_text())
     assert config["container_levels"] == 2 and config["training"]["config"]["token_dropout"] == 0.2
-    assert config["training"]["config"]["small_pages"] == 1.0
-    assert config["training"]["train_pages"] == 2 * report["train_pages"]
     pooled = DefaultBlockClassifier(load_model(tmp_path / "model3"))
     assert pooled.predict_proba([["<p _item_id=\"1\">Some text here.</p>"]], [["html > body > p"]])[0].shape == (1,)
 
@@ -99,12 +90,8 @@ def test_train_job_dedupe_builds_the_cache_locally_without_near_duplicates(spark
         "--main-weight", "1.0"])
     assert job.run(spark, args) == 0
     assert "6 pages, 1 near-duplicates dropped" in capsys.readouterr().out
-    from pulpie_spark.classify.blockmodel.data import source_page_ids
-
     cache = pd.read_parquet(tmp_path / "cache.parquet")
-    assert set(source_page_ids(cache)) == set(pages["page_id"]) and "copy" not in set(source_page_ids(cache))
-    cache = cache[cache["small_page_of"].isna()]
-    assert len(cache) == 6
+    assert len(cache) == 6 and "copy" not in set(cache["page_id"])
     report = json.loads((tmp_path / "model" / "training_report.json").read_text())
     assert report["config"]["max_pages_per_source"] == 2
     assert report["main_weight"] == 1.0 and report["config"]["main_weight"] == 1.0

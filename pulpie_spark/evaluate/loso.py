@@ -312,7 +312,7 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     table["fold"] = table["source"].map(fold_of)
     log.info("%d pages, %d near-duplicates dropped, %d folds", n_input, len(dropped), table["fold"].nunique())
 
-    from pulpie_spark.classify.blockmodel.data import check_cache_version, source_page_ids
+    from pulpie_spark.classify.blockmodel.data import check_cache_version
     from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
 
     n_buckets = int(train_config.get("model", {}).get("n_buckets", 1 << 15))
@@ -326,9 +326,9 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
         cache = build_feature_cache(table, cache_path, workers=workers, n_buckets=n_buckets,
                                     min_recall=min_recall, feature_version=feature_version)
         log.info("feature cache: %d pages in %.0f s", len(cache), time.perf_counter() - t0)
-    key = cache["source"] + "/" + source_page_ids(cache)
+    key = cache["source"] + "/" + cache["page_id"]
     table_keys = table["source"] + "/" + table["page_id"]
-    cache = cache[key.isin(set(table_keys))].copy()   # the deduped pages only (and small pages cut from them)
+    cache = cache[key.isin(set(table_keys))].copy()   # the deduped pages only
     cache["fold"] = cache["source"].map(fold_of)
     fold_cache = out / "fold_features.parquet"
     cache.to_parquet(fold_cache, index=False)

@@ -9,7 +9,6 @@ and lists keep only their first and last items, which would bias gold recall).
 from __future__ import annotations
 
 import logging
-import zlib
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -39,12 +38,6 @@ class PageExample:
     groups: np.ndarray | None = None    # [n, levels] int32 container group ids (containers.py)
 
 
-# A small page cut from a labelled one (``small_page_indices``): up to this many consecutive
-# main blocks and this many other blocks of the page.
-SMALL_PAGE_MOST_MAIN = 3
-SMALL_PAGE_MOST_OTHER = 2
-
-
 # ----------------------------------------------------------------------------- tables
 
 def examples_to_frame(examples: Sequence[PageExample], meta: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -61,22 +54,6 @@ def examples_to_frame(examples: Sequence[PageExample], meta: pd.DataFrame | None
     if meta is not None:
         frame = pd.concat([meta.reset_index(drop=True), frame], axis=1)
     return frame
-
-
-def is_small_page(frame: pd.DataFrame) -> pd.Series:
-    """Rows of a features cache that are small pages cut from a page (caches written before
-    small pages existed have none)."""
-    if "small_page_of" not in frame.columns:
-        return pd.Series(False, index=frame.index)
-    return frame["small_page_of"].notna()
-
-
-def source_page_ids(frame: pd.DataFrame) -> pd.Series:
-    """The page each row of a features cache comes from: its own page_id, or for a small
-    page the id of the page it was cut from."""
-    if "small_page_of" not in frame.columns:
-        return frame["page_id"]
-    return frame["small_page_of"].where(frame["small_page_of"].notna(), frame["page_id"])
 
 
 def _optional_array(value, dtype) -> np.ndarray | None:
@@ -123,9 +100,6 @@ def check_cache_version(frame: pd.DataFrame, feature_version: int, what: str = "
                          f"v{feature_version}: rebuild the cache (drop --reuse-cache) or set the feature version")
 
 
-# page_id of a small page cut from a page (``small_page_indices``): the page's id + this.
-SMALL_PAGE_SUFFIX = "#small"
-
 # A segmenter maps html -> (blocks, paths, full block texts or None, error or None).
 Segmenter = Callable[[object], tuple[list[str], list[str] | None, list[str] | None, str | None]]
 
@@ -162,50 +136,12 @@ def simplify_segmenter(html, declared_charset: str | None = None):
     return list(page.blocks), list(page.paths), full_texts_from_map(page.map_html, len(page.blocks)), None
 
 
-def small_page_indices(labels: np.ndarray, key: str) -> np.ndarray | None:
-    """Blocks of a small page cut from a labelled one: 1-3 consecutive main blocks (in page
-    order, e.g. a title and its first paragraphs) and 0-2 of the page's other blocks (a link,
-    a form), in page order; None when the page has no main block.
-
-    Why: training pages have tens to thousands of blocks, so a page of two or three blocks
-    (an article stub, a short notice) is outside what the model has seen, and models of the
-    same recipe disagree there (P(main) of one paragraph from 0.09 to 0.93 across seeds).
-    Drawn from ``key`` (crc32 of source/page_id), so caches are reproducible."""
-    main = np.flatnonzero(labels == 1)
-    if len(main) == 0:
-        return None
-    other = np.flatnonzero(labels != 1)
-    rng = np.random.RandomState(zlib.crc32(key.encode("utf-8")))
-    start = rng.randint(len(main))
-    picked = list(main[start:start + rng.randint(1, SMALL_PAGE_MOST_MAIN + 1)])
-    n_other = min(len(other), rng.randint(0, SMALL_PAGE_MOST_OTHER + 1))
-    if n_other:
-        picked += list(rng.choice(other, size=n_other, replace=False))
-    return np.asarray(sorted(picked), dtype=np.int64)
-
-
-def _example(blocks, paths, texts, labels, n_buckets: int, feature_version: int, teacher=None) -> PageExample:
-    ids, numeric = page_features(blocks, paths, n_buckets=n_buckets, version=feature_version)
-    groups = container_groups(blocks, paths, CACHED_CONTAINER_LEVELS)
-    words = np.asarray([len(normalize_words(t)) for t in texts], dtype=np.int32)
-    teacher_probs = None
-    if teacher is not None:
-        teacher_probs = np.asarray(teacher.predict_proba([blocks], [paths] if paths else None)[0],
-                                   dtype=np.float32)
-    return PageExample(ids, numeric, labels, words, teacher_probs, groups)
-
-
 def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
                    min_recall: float = 0.7, keep_unconfident: bool = False,
                    teacher=None, n_buckets: int = 1 << 15,
-                   feature_version: int = FEATURE_VERSION, small_pages: bool = True) -> pd.DataFrame:
-    """One row per page: meta (source, page_id, split, kept, gold_recall, error,
-    small_page_of) + features (+ ``feature_version``: the block feature version of the row,
-    ``cache_feature_version``).
-
-    With ``small_pages``, each kept page with a main block adds a row for a small page cut
-    from it (``small_page_indices``; page_id + SMALL_PAGE_SUFFIX, ``small_page_of`` = the
-    page's id, None on every page's own row); training uses them at TrainConfig.small_pages.
+                   feature_version: int = FEATURE_VERSION) -> pd.DataFrame:
+    """One row per page: meta (source, page_id, split, kept, gold_recall, error) + features
+    (+ ``feature_version``: the block feature version of the row, ``cache_feature_version``).
 
     ``pages`` has ``html`` and either ``gold_text`` (labels by alignment) or ``labels``
     (block labels given, one per block of ``segmenter``'s output). Optional
@@ -214,7 +150,6 @@ def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
     """
     segmenter = segmenter or simplify_segmenter
     meta_rows, examples = [], []
-    small_meta, small_examples = [], []
     has_gold = "gold_text" in pages.columns
     has_labels = "labels" in pages.columns
     if not (has_gold or has_labels):
@@ -245,14 +180,15 @@ def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
             labels = np.asarray(result.labels, dtype=np.int64)
             meta["kept"], meta["gold_recall"] = result.kept, result.gold_recall
             meta["error"] = result.reason
+        ids, numeric = page_features(blocks, paths, n_buckets=n_buckets, version=feature_version)
+        groups = container_groups(blocks, paths, CACHED_CONTAINER_LEVELS)
+        words = np.asarray([len(normalize_words(t)) for t in texts], dtype=np.int32)
+        teacher_probs = None
+        if teacher is not None:
+            teacher_probs = np.asarray(teacher.predict_proba([blocks], [paths] if paths else None)[0],
+                                       dtype=np.float32)
         meta_rows.append(meta)
-        examples.append(_example(blocks, paths, texts, labels, n_buckets, feature_version, teacher))
-        cut = small_page_indices(labels, f"{source}/{page_id}") if small_pages and meta["kept"] else None
-        if cut is not None:
-            small_meta.append({**meta, "page_id": f"{page_id}{SMALL_PAGE_SUFFIX}", "small_page_of": page_id})
-            small_examples.append(_example([blocks[i] for i in cut], [paths[i] for i in cut] if paths else None,
-                                           [texts[i] for i in cut], labels[cut], n_buckets, feature_version,
-                                           teacher))
+        examples.append(PageExample(ids, numeric, labels, words, teacher_probs, groups))
     if keep_unconfident:
         # Every input page gets a row (errors as empty pages) so coverage can be counted.
         empty = PageExample(np.zeros((0, MAX_TOKENS), np.int32), np.zeros((0, N_NUMERIC), np.float32),
@@ -262,9 +198,9 @@ def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
         keep = list(range(len(meta_rows)))
     else:
         keep = [i for i, m in enumerate(meta_rows) if examples[i] is not None and m["kept"]]
-    columns = ["source", "page_id", "split", "kept", "gold_recall", "error", "small_page_of"]
-    meta_df = pd.DataFrame([{**meta_rows[i], "small_page_of": None} for i in keep] + small_meta, columns=columns)
-    frame = examples_to_frame([examples[i] for i in keep] + small_examples, meta_df)
+    meta_df = pd.DataFrame([meta_rows[i] for i in keep],
+                           columns=["source", "page_id", "split", "kept", "gold_recall", "error"])
+    frame = examples_to_frame([examples[i] for i in keep], meta_df)
     frame["feature_version"] = np.full(len(frame), feature_version, dtype=np.int32)
     frame.attrs["coverage_rows"] = [
         {"source": m["source"], "kept": bool(m["kept"]) and examples[i] is not None,

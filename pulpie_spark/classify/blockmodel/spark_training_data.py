@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Sequence
 
 EXAMPLE_SCHEMA = ("source string, page_id string, split string, kept boolean, gold_recall double, "
-                  "error string, small_page_of string, n_blocks int, ids array<int>, numeric array<float>, labels array<tinyint>, "
+                  "error string, n_blocks int, ids array<int>, numeric array<float>, labels array<tinyint>, "
                   "words array<int>, teacher array<float>, groups array<int>, feature_version int")
-EXAMPLE_COLUMNS = ["source", "page_id", "split", "kept", "gold_recall", "error", "small_page_of", "n_blocks", "ids",
+EXAMPLE_COLUMNS = ["source", "page_id", "split", "kept", "gold_recall", "error", "n_blocks", "ids",
                    "numeric", "labels", "words", "teacher", "groups", "feature_version"]
 
 

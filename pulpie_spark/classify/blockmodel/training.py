@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from pulpie_spark.classify.blockmodel.data import (PageExample, check_cache_version, examples_to_frame,  # noqa: F401
-                                                  frame_to_examples, is_small_page)
+                                                  frame_to_examples)
 from pulpie_spark.classify.blockmodel.model import (BlockModelConfig, BlockSequenceModel, batch_groups, collate,
                                                    save_model)
 
@@ -66,7 +66,6 @@ class TrainConfig:
     token_dropout: float = 0.0           # share of a block's hashed tokens dropped per training step
     ema_decay: float = 0.0               # > 0: evaluate and keep an exponential moving average of the weights
     teachers: int = 0                    # > 0: distil from the mean of this many models of other seeds (train_from_cache)
-    small_pages: float = 0.0             # share of train pages that also give the small page cut from them (data.py)
     device: str = "cpu"
     model: BlockModelConfig = field(default_factory=BlockModelConfig)
 
@@ -305,23 +304,17 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
 
 
 def training_rows(frame: pd.DataFrame, max_pages_per_source: int | None = None,
-                  seed: int = 13, small_pages: float = 0.0) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  seed: int = 13) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(train, dev) rows of a features cache: kept pages with blocks, sorted by (source, page_id).
 
     ``max_pages_per_source`` caps each source's train pages with a seeded sample (sources
     are balanced: the two 1,300-page sets would otherwise be half of every batch; it also
     bounds the training time). Dev rows are not capped. The same rule trains the shipped
     model (jobs/train.py) and every fold of the leave-one-source-out protocol.
-
-    ``small_pages`` (a share): that share of the sampled train pages, a seeded draw, also
-    brings the small page cut from it (data.small_page_indices) into train. Dev holds whole
-    pages only, so its score stays comparable across recipes.
     """
     frame = frame[frame["kept"] & (frame["n_blocks"] > 0)].sort_values(["source", "page_id"], kind="stable")
-    small = is_small_page(frame)
-    pages, cut = frame[~small], frame[small]
-    train = pages[pages["split"] != "dev"]
-    dev = pages[pages["split"] == "dev"]
+    train = frame[frame["split"] != "dev"]
+    dev = frame[frame["split"] == "dev"]
     if max_pages_per_source:
         parts = []
         for _, part in train.groupby("source", sort=True):
@@ -329,11 +322,6 @@ def training_rows(frame: pd.DataFrame, max_pages_per_source: int | None = None,
                 part = part.sample(n=max_pages_per_source, random_state=seed).sort_values("page_id", kind="stable")
             parts.append(part)
         train = pd.concat(parts) if parts else train
-    if small_pages > 0 and len(cut) and len(train):
-        chosen = train.sample(frac=min(1.0, small_pages), random_state=seed)
-        keys = set(chosen["source"] + "/" + chosen["page_id"])
-        cut = cut[(cut["source"] + "/" + cut["small_page_of"]).isin(keys)]
-        train = pd.concat([train, cut]).sort_values(["source", "page_id"], kind="stable")
     return train, dev
 
 
@@ -352,7 +340,7 @@ def train_from_cache(frame: pd.DataFrame, cfg: TrainConfig, output_dir: str | os
     and the returned model is distilled from their mean probabilities; ``distill`` (a
     teacher column already in the cache, e.g. a Pulpie checkpoint's) cannot be combined
     with it."""
-    train_rows, dev_rows = training_rows(frame, cfg.max_pages_per_source, cfg.seed, cfg.small_pages)
+    train_rows, dev_rows = training_rows(frame, cfg.max_pages_per_source, cfg.seed)
     train, dev = frame_to_examples(train_rows), frame_to_examples(dev_rows)
     teacher_reports = []
     if cfg.teachers > 0:
@@ -363,7 +351,7 @@ def train_from_cache(frame: pd.DataFrame, cfg: TrainConfig, output_dir: str | os
         probs = []
         for k in range(1, cfg.teachers + 1):
             teacher_cfg = replace(cfg, seed=cfg.seed + k, teachers=0)
-            teacher_rows, _ = training_rows(frame, cfg.max_pages_per_source, teacher_cfg.seed, cfg.small_pages)
+            teacher_rows, _ = training_rows(frame, cfg.max_pages_per_source, teacher_cfg.seed)
             teacher, report = train_model(frame_to_examples(teacher_rows), dev, teacher_cfg)
             teacher_reports.append({"seed": teacher_cfg.seed, "best_epoch": report["best_epoch"],
                                     "best_dev_word_f1": report["best_dev_word_f1"],
