@@ -70,6 +70,9 @@ class EvaluateJob(SparkJob):
                                "then seeds.md / seeds.csv (scores per seed, mean and spread)")
         loso.add_argument("--train-sources", default=None,
                           help="comma-separated sources the fold models train on (default: all but the fold)")
+        loso.add_argument("--train-only", default=None,
+                          help="labelled Parquet file or folder every fold model also trains on, never held out "
+                               "or scored (e.g. ../shared/data/extraction-weak)")
 
     def run(self, spark, args) -> int:
         if args.protocol == "loso":
@@ -112,7 +115,8 @@ class EvaluateJob(SparkJob):
                        limit_per_source=args.limit_per_source, keep_models=args.keep_models,
                        reference_model=args.reference_model,
                        train_sources=[s.strip() for s in args.train_sources.split(",")]
-                       if args.train_sources else None, label_ceiling=args.label_ceiling)
+                       if args.train_sources else None, label_ceiling=args.label_ceiling,
+                       train_only=args.train_only)
         if args.seeds:
             from pulpie_spark.evaluate.loso import run_loso_seeds
 

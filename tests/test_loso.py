@@ -230,3 +230,43 @@ def test_loso_over_seeds_tables_each_seed_its_mean_and_spread(tmp_path, fake_sou
         f"{f['fold']}_shingle_f1" for f in folds]
     markdown = (out / "seeds.md").read_text()
     assert markdown.startswith("| model | mean shingle f1 |") and "| spread (max - min) |" in markdown
+
+
+def test_training_only_pages_train_every_fold_and_are_never_held_out_or_scored(tmp_path, fake_sources):
+    """--train-only (e.g. ../shared/data/extraction-weak): pages in every fold model's training,
+    never a fold, never scored, never dev; a copy of a scored page yields to it."""
+    folder, table = fake_sources
+    weak = table[table["source"].isin(["beta", "gamma"])].copy()
+    weak["html"] = [bytes(h) + b"<!-- weak copy -->" for h in weak["html"]]
+    weak["gold_text"] = "Weak label. " + weak["gold_text"]
+    weak["url"] = [f"https://weak.example.net/{i}" for i in range(len(weak))]
+    weak["page_id"] = [f"w{i}" for i in range(len(weak))]
+    copy = table[table["source"] == "alpha"].iloc[[1]].assign(page_id="copy-of-alpha-1")   # same html
+    weak = pd.concat([weak, copy], ignore_index=True).assign(source="weak", split="dev")
+    weak_dir = tmp_path / "weak"
+    weak_dir.mkdir()
+    weak.to_parquet(weak_dir / "weak.parquet", index=False)
+    out = tmp_path / "loso"
+    args = ["--protocol", "loso", "--input", str(folder), "--output", str(out), "--min-fold-pages", "2",
+            "--epochs", "1", "--batch-pages", "2", "--hidden", "16", "--embed-dim", "8", "--buckets", "2048",
+            "--fallback", "none"]
+    assert _evaluate_job().main(args + ["--train-only", str(weak_dir)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["train_only_pages"] == {"weak": 3} and summary["pages"] == 6
+    assert summary["folds"] == {"alpha": ["alpha"], "beta": ["beta"], "small-sources": ["gamma", "tiny"]}
+    dropped = pd.read_csv(out / "duplicates.csv").set_index("page_id")["duplicate_of"].to_dict()
+    assert dropped["copy-of-alpha-1"].startswith("alpha:")   # the larger training-only set still yields
+    assert "weak" not in set(pd.read_parquet(out / "pages.parquet")["source"])
+    folds = json.loads((out / "folds.json").read_text())
+    assert sorted(f["fold"] for f in folds) == ["alpha", "beta", "small-sources"]
+    cache = pd.read_parquet(out / "features.parquet")
+    kept_weak = {f"weak/{p}" for p in cache[(cache["source"] == "weak") & cache["kept"]]["page_id"]}
+    assert kept_weak and kept_weak <= {"weak/w0", "weak/w1", "weak/w2"}
+    for fold in folds:
+        assert {k for k in fold["train_keys"] if k.startswith("weak/")} == kept_weak
+        assert "weak" in fold["train_sources"] and not any(k.startswith("weak/") for k in fold["dev_keys"])
+    clash = tmp_path / "clash"
+    clash.mkdir()
+    weak.assign(source="alpha").to_parquet(clash / "alpha.parquet", index=False)
+    with pytest.raises(ValueError, match="alpha"):
+        _evaluate_job().main(args + ["--train-only", str(clash), "--output", str(tmp_path / "clash-out")])

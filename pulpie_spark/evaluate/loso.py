@@ -13,7 +13,10 @@ Protocol (``run_loso``):
 2. Near-identical pages are counted once (``dedupe_pages``): two pages are the same when
    they share the html bytes, the normalised gold text, the first 40 normalised gold
    words (>= 40 words), or, across sources, the normalised URL. The copy kept is the
-   one in the larger source (then by name, then page_id).
+   one in the larger source (then by name, then page_id); a training-only page
+   (``train_only``: e.g. ``../shared/data/extraction-weak``, gold from another extractor)
+   always yields to a scored one. Training-only pages are in every fold's training data,
+   never held out, never scored.
 3. Folds (``assign_folds``): a source with >= ``min_fold_pages`` pages is its own fold;
    a smaller one joins the fold of its family (``FOLD_FAMILIES``: same annotation
    project or fork) when that fold exists, else the pooled ``small-sources`` fold.
@@ -58,6 +61,8 @@ EXTRACTORS = (MODEL, TRAFILATURA, RESILIPARSE)
 REFERENCE = "reference"   # --reference-model: a fixed model (the shipped one) on every page, no folds
 LABELS = "labels"         # --label-ceiling: every page rendered with its training labels
 SMALL_FOLD = "small-sources"
+# The fold of training-only pages (run_loso's ``train_only``): never held out, so in every fold's training.
+TRAIN_ONLY_FOLD = "train-only"
 # Small sources held out together with the set they derive from (same annotators or fork):
 # otherwise the "unseen" fold would be trained on its sibling's copies and conventions.
 FOLD_FAMILIES = {
@@ -118,7 +123,8 @@ def _sha(text: str) -> str:
 def dedupe_pages(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(kept pages, dropped pages with ``duplicate_of``): near-identical pages counted once."""
     sizes = table["source"].value_counts()
-    order = sorted(range(len(table)), key=lambda i: (-int(sizes[table["source"].iat[i]]),
+    train_only = table["train_only"] if "train_only" in table.columns else pd.Series(False, index=table.index)
+    order = sorted(range(len(table)), key=lambda i: (bool(train_only.iat[i]), -int(sizes[table["source"].iat[i]]),
                                                      table["source"].iat[i], table["page_id"].iat[i]))
     seen: dict[tuple, tuple[str, str]] = {}
     duplicate_of: dict[int, str] = {}
@@ -292,7 +298,8 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
              features_cache: str | os.PathLike | None = None, reuse_cache: bool = False,
              sources: Sequence[str] | None = None, limit_per_source: int | None = None,
              keep_models: bool = False, min_recall: float = 0.7, reference_model: str | None = None,
-             train_sources: Sequence[str] | None = None, label_ceiling: bool = False) -> dict:
+             train_sources: Sequence[str] | None = None, label_ceiling: bool = False,
+             train_only: str | os.PathLike | None = None) -> dict:
     """Run the protocol; write pages.parquet, scores.csv, folds.json, loso.md under ``output``.
 
     ``train_config``: TrainConfig fields plus ``model`` (BlockModelConfig fields).
@@ -300,17 +307,31 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     every source is still scored), to measure a recipe whose data is a subset.
     ``label_ceiling``: score the training labels rendered too (extractor ``labels``) and
     write ``conventions.csv``.
+    ``train_only``: a labelled Parquet file or folder whose pages every fold model also trains
+    on (fold ``TRAIN_ONLY_FOLD``), never held out or scored; copies of scored pages are dropped.
     Returns {"pages", "scores", "folds", "summary", "markdown"}.
     """
     started = time.perf_counter()
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     table = load_sources(input_path, sources=sources, limit_per_source=limit_per_source)
+    table["train_only"] = False
+    if train_only:
+        # split "train": their gold (another extractor's output) never picks a fold model's epoch
+        extra = load_sources(train_only).assign(train_only=True, split="train")
+        clash = sorted(set(extra["source"]) & set(table["source"]))
+        if clash:
+            raise ValueError(f"training-only sources {clash} are also in {input_path}: rename them")
+        table = pd.concat([table, extra], ignore_index=True)
     n_input = len(table)
     table, dropped = dedupe_pages(table)
-    fold_of = assign_folds(table["source"].value_counts().to_dict(), min_fold_pages)
+    fold_of = assign_folds(table.loc[~table["train_only"], "source"].value_counts().to_dict(), min_fold_pages)
+    fold_of.update({s: TRAIN_ONLY_FOLD for s in table.loc[table["train_only"], "source"].unique()})
     table["fold"] = table["source"].map(fold_of)
-    log.info("%d pages, %d near-duplicates dropped, %d folds", n_input, len(dropped), table["fold"].nunique())
+    train_only_table = table[table["train_only"]]
+    table = table[~table["train_only"]]
+    log.info("%d pages, %d near-duplicates dropped, %d folds, %d training-only pages", n_input, len(dropped),
+             table["fold"].nunique(), len(train_only_table))
 
     from pulpie_spark.classify.blockmodel.data import check_cache_version
     from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
@@ -323,12 +344,13 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
         check_cache_version(cache, feature_version, f"features cache {cache_path}")
     else:
         t0 = time.perf_counter()
-        cache = build_feature_cache(table, cache_path, workers=workers, n_buckets=n_buckets,
+        cache = build_feature_cache(pd.concat([table, train_only_table]), cache_path, workers=workers,
+                                    n_buckets=n_buckets,
                                     min_recall=min_recall, feature_version=feature_version)
         log.info("feature cache: %d pages in %.0f s", len(cache), time.perf_counter() - t0)
     key = cache["source"] + "/" + cache["page_id"]
-    table_keys = table["source"] + "/" + table["page_id"]
-    cache = cache[key.isin(set(table_keys))].copy()   # the deduped pages only
+    kept = pd.concat([table, train_only_table])
+    cache = cache[key.isin(set(kept["source"] + "/" + kept["page_id"]))].copy()   # the deduped pages only
     cache["fold"] = cache["source"].map(fold_of)
     fold_cache = out / "fold_features.parquet"
     cache.to_parquet(fold_cache, index=False)
@@ -363,7 +385,7 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
         shutil.rmtree(models_dir, ignore_errors=True)
     fold_info.sort(key=lambda r: r["fold"])
     per_page = (pd.DataFrame(model_rows).merge(pd.DataFrame(base_rows), on="idx").set_index("idx").sort_index())
-    pages = pd.concat([table.drop(columns=["html"]), per_page], axis=1)
+    pages = pd.concat([table.drop(columns=["html", "train_only"]), per_page], axis=1)
     pages = pages.rename(columns={"gold_text": "reference"})
     pages["non_english"] = np.where(pages["lang"].isin(["en", "unknown"]), None, "non-English (known lang)")
 
@@ -380,6 +402,7 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
                     "folds": {f: sorted(s for s, v in fold_of.items() if v == f) for f in folds},
                     "train_config": train_config, "fallback": fallback, "workers": workers,
                     "train_sources": sorted(train_sources) if train_sources else "all",
+                    "train_only_pages": {s: int(n) for s, n in train_only_table["source"].value_counts().sort_index().items()},
                     "wall_seconds": round(time.perf_counter() - started, 1)})
     markdown = format_markdown(scores, summary)
     pages.drop(columns=[c for c in pages.columns if c.endswith(("_shingle", "_shingle_cjk"))]).to_parquet(
