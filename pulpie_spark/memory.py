@@ -24,7 +24,8 @@ And for the Python workers, which live for the whole job and see every batch:
   (Spark 4.3 applies ``spark.sql.execution.arrow.maxBytesPerBatch`` to neither
   ``pandas_udf`` nor ``mapInPandas`` batches: measured, 256-row batches of 30-44 MB of
   HTML under a 16 MiB setting), so rows per batch is the bound that holds.
-* :func:`release_freed_memory` hands what a batch freed back to the OS.
+* :func:`release_freed_memory` hands what a batch freed back to the OS;
+  :func:`releasing_memory` wraps a UDF body so that it does after every batch.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 from urllib.parse import urlparse
 
 log = logging.getLogger(__name__)
@@ -208,6 +209,19 @@ def arrow_batch_rows(spark, footprint: Footprint | None) -> int:
     outputs: the classify stage receives the HTML, map HTML, blocks and paths)."""
     return reader_batch_rows(footprint, conf_bytes(spark, ARROW_BATCH_BYTES_CONF, DEFAULT_ARROW_BATCH_BYTES),
                              ARROW_BATCH_MOST_ROWS)
+
+
+def releasing_memory(batch_fn):
+    """``batch_fn`` (a pandas UDF body: a batch in, a batch out) followed by
+    :func:`release_freed_memory`, even when it raises. The worker lives for the whole job,
+    so each batch's parse trees and strings are handed back before the next one."""
+    @wraps(batch_fn)    # pandas_udf reads the type hints through __wrapped__
+    def run_and_release(*args, **kwargs):
+        try:
+            return batch_fn(*args, **kwargs)
+        finally:
+            release_freed_memory()
+    return run_and_release
 
 
 def release_freed_memory() -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -204,6 +205,27 @@ def test_freed_arrow_memory_goes_back_to_the_os():
         pytest.skip("this pyarrow pool returned the memory by itself")
     memory.release_freed_memory()
     assert _rss_mib() < freed - 100
+
+
+def test_a_udf_body_releases_memory_after_every_batch_even_when_it_raises(monkeypatch):
+    import typing
+
+    calls = []
+    monkeypatch.setattr(memory, "release_freed_memory", lambda: calls.append("released"))
+
+    @memory.releasing_memory
+    def body(html: pd.Series, charset: pd.Series) -> pd.DataFrame:
+        calls.append("batch")
+        if html.empty:
+            raise ValueError("empty batch")
+        return pd.DataFrame({"n": html.str.len()})
+
+    assert body(pd.Series(["ab"]), pd.Series([None]))["n"].tolist() == [2]
+    with pytest.raises(ValueError, match="empty batch"):
+        body(pd.Series([], dtype=object), pd.Series([], dtype=object))
+    assert calls == ["batch", "released", "batch", "released"]
+    # what pandas_udf reads to infer the UDF type
+    assert typing.get_type_hints(body) == {"html": pd.Series, "charset": pd.Series, "return": pd.DataFrame}
 
 
 # ----------------------------------------------------------------------------- slow tier

@@ -23,14 +23,12 @@ def render_series(map_html, labels, *, links: bool = False, images: bool = False
 def render_column(map_html_col, labels_col, *, links: bool = False, images: bool = False):
     from pyspark.sql.functions import pandas_udf
 
-    from pulpie_spark.memory import release_freed_memory
+    from pulpie_spark.memory import releasing_memory
 
     @pandas_udf(RENDER_DDL)
+    @releasing_memory
     def pulpie_render(map_html: pd.Series, labels: pd.Series) -> pd.DataFrame:
-        try:
-            return render_series(map_html, labels, links=links, images=images)
-        finally:  # the worker lives for the whole job: hand the batch's trees back
-            release_freed_memory()
+        return render_series(map_html, labels, links=links, images=images)
 
     return pulpie_render(map_html_col, labels_col)
 
@@ -44,13 +42,11 @@ def fallback_column(html_col, charset_col, *, links: bool = False, images: bool 
                     fallback: str = "trafilatura"):
     from pyspark.sql.functions import pandas_udf
 
-    from pulpie_spark.memory import release_freed_memory
+    from pulpie_spark.memory import releasing_memory
 
     @pandas_udf(FALLBACK_DDL)
+    @releasing_memory
     def pulpie_fallback(html: pd.Series, charset: pd.Series) -> pd.DataFrame:
-        try:
-            return fallback_series(html, charset, links=links, images=images, fallback=fallback)
-        finally:
-            release_freed_memory()
+        return fallback_series(html, charset, links=links, images=images, fallback=fallback)
 
     return pulpie_fallback(html_col, charset_col)

@@ -26,13 +26,11 @@ def segment_column(html_col, charset_col):
     """The Spark Column (a struct of SEGMENT_FIELDS) for ``html_col``/``charset_col``."""
     from pyspark.sql.functions import pandas_udf
 
-    from pulpie_spark.memory import release_freed_memory
+    from pulpie_spark.memory import releasing_memory
 
     @pandas_udf(SEGMENT_DDL)
+    @releasing_memory
     def pulpie_segment(html: pd.Series, charset: pd.Series) -> pd.DataFrame:
-        try:
-            return segment_series(html, charset)
-        finally:  # the worker lives for the whole job: hand the batch's parse trees back
-            release_freed_memory()
+        return segment_series(html, charset)
 
     return pulpie_segment(html_col, charset_col)
