@@ -21,6 +21,9 @@ docs/model-card.md, over two seeds (OUTPUT/seed-<n>, then OUTPUT/seeds.md):
         --output /tmp/pulpie-loso --workers 2 --epochs 2 --max-pages-per-source 300 \
         --main-weight 1.0 --token-dropout 0.25 --container-levels 3 --seeds 13,14
 
+``--train-only PATH`` adds labelled pages every fold model trains on that are never held out
+or scored (``../shared/data/extraction-weak``, whose gold is another extractor's output).
+
 The evaluation is local (pandas + multiprocessing): it starts no SparkSession and
 takes no Spark flags (--input, --output and its own).
 """
