@@ -265,6 +265,12 @@ def test_training_only_pages_train_every_fold_and_are_never_held_out_or_scored(t
     for fold in folds:
         assert {k for k in fold["train_keys"] if k.startswith("weak/")} == kept_weak
         assert "weak" in fold["train_sources"] and not any(k.startswith("weak/") for k in fold["dev_keys"])
+    # a cache built without the training-only pages is not reused as if it had them
+    assert _evaluate_job().main(args + ["--output", str(tmp_path / "no-weak"), "--features-cache",
+                                        str(tmp_path / "plain.parquet")]) == 0
+    with pytest.raises(ValueError, match="lacks 3 of the pages"):
+        _evaluate_job().main(args + ["--output", str(tmp_path / "reuse"), "--train-only", str(weak_dir),
+                                     "--features-cache", str(tmp_path / "plain.parquet"), "--reuse-cache"])
     clash = tmp_path / "clash"
     clash.mkdir()
     weak.assign(source="alpha").to_parquet(clash / "alpha.parquet", index=False)

@@ -345,12 +345,16 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     else:
         t0 = time.perf_counter()
         cache = build_feature_cache(pd.concat([table, train_only_table]), cache_path, workers=workers,
-                                    n_buckets=n_buckets,
-                                    min_recall=min_recall, feature_version=feature_version)
+                                    n_buckets=n_buckets, min_recall=min_recall, feature_version=feature_version)
         log.info("feature cache: %d pages in %.0f s", len(cache), time.perf_counter() - t0)
     key = cache["source"] + "/" + cache["page_id"]
     kept = pd.concat([table, train_only_table])
-    cache = cache[key.isin(set(kept["source"] + "/" + kept["page_id"]))].copy()   # the deduped pages only
+    kept_keys = set(kept["source"] + "/" + kept["page_id"])
+    missing = kept_keys - set(key)   # the cache holds a row for every page it was built from
+    if missing:
+        raise ValueError(f"features cache {cache_path} lacks {len(missing)} of the pages (e.g. "
+                         f"{sorted(missing)[0]}): it was built for other input; drop --reuse-cache")
+    cache = cache[key.isin(kept_keys)].copy()   # the deduped pages only
     cache["fold"] = cache["source"].map(fold_of)
     fold_cache = out / "fold_features.parquet"
     cache.to_parquet(fold_cache, index=False)
