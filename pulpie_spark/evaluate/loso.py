@@ -339,16 +339,16 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     n_buckets = int(train_config.get("model", {}).get("n_buckets", 1 << 15))
     feature_version = int(train_config.get("model", {}).get("feature_version", FEATURE_VERSION))
     cache_path = Path(features_cache) if features_cache else out / "features.parquet"
+    kept = pd.concat([table, train_only_table])   # every page a fold model may train on
     if reuse_cache and cache_path.exists():
         cache = pd.read_parquet(cache_path)
         check_cache_version(cache, feature_version, f"features cache {cache_path}")
     else:
         t0 = time.perf_counter()
-        cache = build_feature_cache(pd.concat([table, train_only_table]), cache_path, workers=workers,
-                                    n_buckets=n_buckets, min_recall=min_recall, feature_version=feature_version)
+        cache = build_feature_cache(kept, cache_path, workers=workers, n_buckets=n_buckets,
+                                    min_recall=min_recall, feature_version=feature_version)
         log.info("feature cache: %d pages in %.0f s", len(cache), time.perf_counter() - t0)
     key = cache["source"] + "/" + cache["page_id"]
-    kept = pd.concat([table, train_only_table])
     kept_keys = set(kept["source"] + "/" + kept["page_id"])
     missing = kept_keys - set(key)   # the cache holds a row for every page it was built from
     if missing:

@@ -342,26 +342,23 @@ def train_from_cache(frame: pd.DataFrame, cfg: TrainConfig, output_dir: str | os
     with it."""
     train_rows, dev_rows = training_rows(frame, cfg.max_pages_per_source, cfg.seed)
     train, dev = frame_to_examples(train_rows), frame_to_examples(dev_rows)
-    teacher_reports = []
-    if cfg.teachers > 0:
-        if distill:
-            raise ValueError("teachers > 0 distils from its own teachers: drop the cache's teacher (--teacher)")
-        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-            raise ValueError("teachers > 0 trains on one process: run without a distributor")
-        probs = []
-        for k in range(1, cfg.teachers + 1):
-            teacher_cfg = replace(cfg, seed=cfg.seed + k, teachers=0)
-            teacher_rows, _ = training_rows(frame, cfg.max_pages_per_source, teacher_cfg.seed)
-            teacher, report = train_model(frame_to_examples(teacher_rows), dev, teacher_cfg)
-            teacher_reports.append({"seed": teacher_cfg.seed, "best_epoch": report["best_epoch"],
-                                    "best_dev_word_f1": report["best_dev_word_f1"],
-                                    "seconds": report["seconds"]})
-            probs.append(predict_examples(teacher, train))
-        for i, example in enumerate(train):
-            example.teacher = np.mean([p[i] for p in probs], axis=0).astype(np.float32)
-    if not teacher_reports:
+    if cfg.teachers <= 0:
         model, report = train_model(train, dev, cfg, output_dir=output_dir, distill=distill)
         return model, report, train_rows, dev_rows
+    if distill:
+        raise ValueError("teachers > 0 distils from its own teachers: drop the cache's teacher (--teacher)")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ValueError("teachers > 0 trains on one process: run without a distributor")
+    teacher_reports, probs = [], []
+    for k in range(1, cfg.teachers + 1):
+        teacher_cfg = replace(cfg, seed=cfg.seed + k, teachers=0)
+        teacher_rows, _ = training_rows(frame, cfg.max_pages_per_source, teacher_cfg.seed)
+        teacher, report = train_model(frame_to_examples(teacher_rows), dev, teacher_cfg)
+        teacher_reports.append({"seed": teacher_cfg.seed, "best_epoch": report["best_epoch"],
+                                "best_dev_word_f1": report["best_dev_word_f1"], "seconds": report["seconds"]})
+        probs.append(predict_examples(teacher, train))
+    for i, example in enumerate(train):
+        example.teacher = np.mean([p[i] for p in probs], axis=0).astype(np.float32)
     model, report = train_model(train, dev, cfg, distill=True)
     report["teachers"] = teacher_reports
     report["seconds"] = round(report["seconds"] + sum(t["seconds"] for t in teacher_reports), 1)
