@@ -119,11 +119,11 @@ def classify_pages(classifier, pages: Sequence[Sequence[str]], paths: Sequence[S
     return probs, errors
 
 
-def labels_from_probs(probs) -> np.ndarray:
-    """1 (main) where P(main) >= MAIN_THRESHOLD, else 0."""
+def labels_from_probs(probs, threshold: float | None = None) -> np.ndarray:
+    """1 (main) where P(main) >= ``threshold`` (default MAIN_THRESHOLD), else 0."""
     from pulpie_spark.classify.base import MAIN_THRESHOLD
 
-    return (np.asarray(probs, dtype=np.float32) >= MAIN_THRESHOLD).astype(np.int32)
+    return (np.asarray(probs, dtype=np.float32) >= np.float32(threshold or MAIN_THRESHOLD)).astype(np.int32)
 
 
 def _free_accelerator_memory() -> None:
@@ -210,14 +210,17 @@ def join_errors(*errors: str | None) -> str | None:
 # ----------------------------------------------------------------------------- composed
 
 def extract_pages(htmls: Sequence, classifier, *, charsets: Sequence | None = None, fallback: str = "none",
-                  links: bool = False, images: bool = False) -> list[dict]:
+                  links: bool = False, images: bool = False, main_threshold: float | None = None) -> list[dict]:
     """Every page through segment -> classify (one batched model call) -> render -> fallback.
 
     One dict of EXTRACT_FIELDS per page, in order. ``error`` is the model path's first
-    error (and the fallback's, joined, when that failed too)."""
+    error (and the fallback's, joined, when that failed too). A block is main where
+    P(main) >= ``main_threshold`` (default MAIN_THRESHOLD)."""
+    from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold
     from pulpie_spark.render.fallback import validate_fallback
 
     fallback = validate_fallback(fallback)
+    main_threshold = validate_main_threshold(MAIN_THRESHOLD if main_threshold is None else main_threshold)
     charsets = list(charsets) if charsets is not None else [None] * len(htmls)
     segments = [segment_page(h, c) for h, c in zip(htmls, charsets)]
     probs, errors = classify_pages(classifier, [s["blocks"] for s in segments],
@@ -228,7 +231,7 @@ def extract_pages(htmls: Sequence, classifier, *, charsets: Sequence | None = No
                "n_main": 0, "error": None, "fallback_reason": None, "fallback_used": False}
         rendered = {"render_error": None}
         if seg["seg_error"] is None and cls_error is None:
-            out["labels"] = labels_from_probs(p).tolist()
+            out["labels"] = labels_from_probs(p, main_threshold).tolist()
             rendered = render_page(seg["map_html"], out["labels"], links=links, images=images)
             out.update(main_html=rendered["main_html"], markdown=rendered["markdown"], text=rendered["text"],
                        n_main=rendered["n_main"] or 0)

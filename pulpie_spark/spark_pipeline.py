@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass
 
 from pulpie_spark import reasons
+from pulpie_spark.classify.base import MAIN_THRESHOLD
 from pulpie_spark.render.fallback import DEFAULT_FALLBACK
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class ExtractOptions:
     gpu_amount: float | None = None
     batch_tokens: int | None = None
     fallback: str = DEFAULT_FALLBACK
+    main_threshold: float = MAIN_THRESHOLD   # P(main) at or above which a block is main
     html_col: str = "html"
     url_col: str = "url"
     charset_col: str = "declared_charset"
@@ -154,7 +156,7 @@ def process(df, options: ExtractOptions | None = None):
         df = df.repartition(df.rdd.getNumPartitions(), "doc_id")
     df = classify_dataframe(df, options.model, blocks_col=_P + "blocks", paths_col=_P + "block_paths",
                             device=options.device, gpu_amount=options.gpu_amount,
-                            batch_tokens=options.batch_tokens, prefix=_P)
+                            batch_tokens=options.batch_tokens, prefix=_P, main_threshold=options.main_threshold)
     rendered = render_column(F.when(F.col(_P + "classify_error").isNull(), F.col(_P + "map_html")),
                              F.col(_P + "labels"), links=options.links, images=options.images)
     df = df.withColumn(_P + "render", rendered)

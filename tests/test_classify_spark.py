@@ -61,6 +61,21 @@ def test_classify_dataframe_labels_and_passthrough(spark, rigged_dir):
     assert sum(len(r.labels) for r in result.values()) > 60
 
 
+def test_classify_dataframe_main_threshold_sets_labels(spark, rigged_dir):
+    """Labels are main_probs >= main_threshold: above every probability no block is main,
+    below every one all are (the rigged model's probabilities sit near 0 and 1)."""
+    rows = [r for r in _pages(30) if r[2]]
+    df = spark.createDataFrame(rows, "doc_id string, url string, blocks array<string>")
+    probs = [p for r in cls_spark.classify_dataframe(df, model=str(rigged_dir)).collect() for p in r.main_probs]
+    assert 0 < sum(p >= 0.5 for p in probs) < len(probs)
+    for threshold, expected in (((max(probs) + 1) / 2, 0), (min(probs) / 2, 1)):
+        out = cls_spark.classify_dataframe(df, model=str(rigged_dir), main_threshold=threshold).collect()
+        assert [p for r in out for p in r.main_probs] == probs
+        assert {label for r in out for label in r.labels} == {expected}, threshold
+    with pytest.raises(ValueError, match="main threshold"):
+        cls_spark.classify_dataframe(df, model=str(rigged_dir), main_threshold=1.0)
+
+
 def test_existing_output_columns_are_replaced(spark, rigged_dir):
     df = spark.createDataFrame([("a", ["alpha " + MARKER, "beta"], [9, 9])],
                                "doc_id string, blocks array<string>, labels array<int>")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 
+import pandas as pd
 import pytest
 
 from helpers_data import load_job
@@ -185,6 +186,30 @@ def test_extract_job_on_warc_files(spark, tmp_path, data_dir, tiny_model, capsys
     assert {"record_id", "warc_date", "source_file", "offset", "declared_charset"} <= set(out.columns)
     assert out.where("error is not null").count() == 0
     assert "html" not in out.columns and rejects[0].html  # --drop-html: rejects keep the page
+
+
+def test_extract_job_main_threshold_flag(spark, tmp_path, sample_pages, monkeypatch, capsys):
+    """--main-threshold reaches the pipeline's options; a value outside (0, 1) is a usage error."""
+    import pulpie_spark.spark_pipeline as pipeline
+
+    job = load_job("extract").ExtractJob()
+    assert job.build_parser().parse_args([]).main_threshold == 0.5
+    with pytest.raises(SystemExit) as exit_info:
+        job.build_parser().parse_args(["--main-threshold", "1.5"])
+    assert exit_info.value.code == 2 and "strictly between 0 and 1" in capsys.readouterr().err
+    seen = []
+    real_run_extract = pipeline.run_extract
+
+    def recording_run_extract(df, output, **kwargs):
+        seen.append(kwargs["options"].main_threshold)
+        return real_run_extract(df, output, **kwargs)
+
+    monkeypatch.setattr(pipeline, "run_extract", recording_run_extract)
+    table = tmp_path / "pages.parquet"
+    pd.DataFrame([{"url": r["url"], "html": r["html"]} for r in sample_pages[:2]]).to_parquet(table)
+    assert job.main(["--input", str(table), "--output", str(tmp_path / "out"), "--fallback", "none",
+                     "--main-threshold", "0.8", "--show", "0"]) == 0
+    assert seen == [0.8]
 
 
 def test_trafilatura_fallback_rescues_pages_the_model_leaves_empty(spark, sample_pages, tmp_path):

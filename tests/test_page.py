@@ -70,6 +70,33 @@ def test_api_and_spark_agree_page_by_page(spark, pages, rigged_model, fallback, 
     assert rejects["http://a/empty"] == reasons.HTML_EMPTY
 
 
+def test_main_threshold_trades_recall_for_precision_alike_in_api_and_spark(spark):
+    """A raised main threshold keeps fewer blocks (a subset), a lowered one more; the Spark
+    stages (ExtractOptions.main_threshold -> classify labels) give the API's result."""
+    html = (DATA / "cls_daringfireball-1.html").read_bytes()
+    results = {t: Extractor(fallback="none", main_threshold=t).extract(html) for t in (0.3, 0.5, 0.8)}
+    assert results[0.3].n_main > results[0.5].n_main > results[0.8].n_main > 0
+    kept = {t: {i for i, label in enumerate(r.labels) if label} for t, r in results.items()}
+    assert kept[0.8] < kept[0.5] < kept[0.3]
+    assert results[0.5].text == Extractor(fallback="none").extract(html).text   # 0.5 is the default
+    df = spark.createDataFrame([("http://a/real", html)], "url string, html binary")
+    for t in (0.3, 0.8):
+        options = ExtractOptions(fallback="none", main_threshold=t)
+        processed, input_cols = process(df, options)
+        row = output_frame(processed, input_cols, options).collect()[0]
+        assert (row.n_main, row.markdown, row.text) == (results[t].n_main, results[t].markdown, results[t].text)
+
+
+@pytest.mark.parametrize("bad", [0, 1, 1.5, -0.1, float("nan"), "high", None])
+def test_main_threshold_outside_0_1_is_refused(bad):
+    from pulpie_spark.classify.base import validate_main_threshold
+
+    with pytest.raises(ValueError, match="main threshold"):
+        validate_main_threshold(bad)
+    with pytest.raises(ValueError, match="main threshold"):
+        Extractor(fallback="none", main_threshold=bad)
+
+
 def test_one_nesting_bound(monkeypatch):
     """PULPIE_MAX_HTML_DEPTH bounds simplify() itself too (it once had its own 5,000)."""
     from pulpie_spark.page import segment_page

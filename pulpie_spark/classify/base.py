@@ -6,6 +6,9 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+# P(main) at or above which a block is main. A caller may raise it to trade recall for
+# precision (pretraining pipelines often prefer that: datatrove runs trafilatura with
+# favour_precision), or lower it for recall; docs/model-card.md measures the trade per source.
 MAIN_THRESHOLD = 0.5
 
 
@@ -24,9 +27,21 @@ class BlockClassifier(Protocol):
 
     def predict(self, pages: Sequence[Sequence[str]],
                 paths: Sequence[Sequence[str]] | None = None) -> list[list[int]]:
-        """Per page, 1 (main) or 0 (other) per block: P(main) >= 0.5."""
+        """Per page, 1 (main) or 0 (other) per block: P(main) >= MAIN_THRESHOLD."""
         ...
 
 
-def probs_to_labels(probs: Sequence[np.ndarray]) -> list[list[int]]:
-    return [(np.asarray(p) >= MAIN_THRESHOLD).astype(np.int64).tolist() for p in probs]
+def validate_main_threshold(value) -> float:
+    """``value`` as a main threshold: a number strictly between 0 and 1 (0 or 1 would keep
+    every block or none, which no caller means)."""
+    try:
+        threshold = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"main threshold must be a number between 0 and 1, got {value!r}") from None
+    if not 0.0 < threshold < 1.0:   # also false for NaN
+        raise ValueError(f"main threshold must be strictly between 0 and 1, got {value!r}")
+    return threshold
+
+
+def probs_to_labels(probs: Sequence[np.ndarray], threshold: float = MAIN_THRESHOLD) -> list[list[int]]:
+    return [(np.asarray(p) >= threshold).astype(np.int64).tolist() for p in probs]

@@ -33,6 +33,7 @@ import numpy as np
 from pulpie_spark import reasons
 from pulpie_spark.classify.registry import DEFAULT_MODEL, resolve_model_name
 from pulpie_spark.memory import release_freed_memory
+from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold
 from pulpie_spark.page import MAX_PADDED_BLOCKS, classify_error, classify_pages, is_missing, labels_from_probs
 
 log = logging.getLogger(__name__)
@@ -213,10 +214,12 @@ def output_schema(df, prefix: str = ""):
 
 def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks",
                        paths_col: str = "block_paths", device: str | None = None,
-                       gpu_amount: float | None = None, batch_tokens: int | None = None, prefix: str = ""):
+                       gpu_amount: float | None = None, batch_tokens: int | None = None, prefix: str = "",
+                       main_threshold: float = MAIN_THRESHOLD):
     """Add ``labels``, ``main_probs``, ``model_id``, ``classify_error`` (each behind ``prefix``,
     so a pipeline can keep input columns of those names); an input column of the same
-    name is replaced."""
+    name is replaced. ``labels`` are 1 where ``main_probs`` >= ``main_threshold``."""
+    main_threshold = validate_main_threshold(main_threshold)
     if blocks_col not in df.columns:
         raise ValueError(f"classify_dataframe: no column {blocks_col!r} in {df.columns}")
     spark = df.sparkSession
@@ -224,7 +227,8 @@ def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks"
     spec = prepare_model(spark, model, device=device, batch_tokens=batch_tokens)
     keep = [c for c in df.columns if c not in {prefix + c for c in OUTPUT_COLUMNS}]
     fn = functools.partial(classify_batches, spec=spec, blocks_col=blocks_col,
-                           paths_col=paths_col if paths_col in df.columns else None, keep=keep, prefix=prefix)
+                           paths_col=paths_col if paths_col in df.columns else None, keep=keep, prefix=prefix,
+                           main_threshold=main_threshold)
     schema = output_schema(df, prefix)
     gpus = resolve_gpu_amount(spark, gpu_amount)
     profile = build_gpu_profile(spark, gpus) if gpus > 0 else None
@@ -311,7 +315,8 @@ def _as_list(value) -> list:
 
 def classify_frame(pdf, classifier, *, blocks_col: str, paths_col: str | None,
                    model_id: str, load_error: str | None = None,
-                   max_padded_blocks: int = MAX_PADDED_BLOCKS, prefix: str = ""):
+                   max_padded_blocks: int = MAX_PADDED_BLOCKS, prefix: str = "",
+                   main_threshold: float = MAIN_THRESHOLD):
     """One pandas batch in, ``labels``, ``main_probs``, ``model_id``, ``classify_error`` added:
     the per-page core :func:`pulpie_spark.page.classify_pages` over the batch's pages."""
     n = len(pdf)
@@ -323,7 +328,7 @@ def classify_frame(pdf, classifier, *, blocks_col: str, paths_col: str | None,
     else:
         probs, errors = classify_pages(classifier, pages, paths, max_padded_blocks=max_padded_blocks)
     out = pdf.copy(deep=False)
-    out[prefix + "labels"] = [labels_from_probs(p) for p in probs]
+    out[prefix + "labels"] = [labels_from_probs(p, main_threshold) for p in probs]
     out[prefix + "main_probs"] = probs
     out[prefix + "model_id"] = model_id
     out[prefix + "classify_error"] = errors
@@ -331,7 +336,7 @@ def classify_frame(pdf, classifier, *, blocks_col: str, paths_col: str | None,
 
 
 def classify_batches(batches: Iterator, *, spec: ModelSpec, blocks_col: str, paths_col: str | None,
-                     keep: list[str], prefix: str = "") -> Iterator:
+                     keep: list[str], prefix: str = "", main_threshold: float = MAIN_THRESHOLD) -> Iterator:
     """mapInPandas body: classify each Arrow batch with the worker's cached model."""
     classifier = None
     load_error = None
@@ -345,7 +350,8 @@ def classify_batches(batches: Iterator, *, spec: ModelSpec, blocks_col: str, pat
                 classifier = loaded
                 model_id = getattr(loaded, "model_id", None) or spec.model_id
         out = classify_frame(pdf[keep], classifier, blocks_col=blocks_col, paths_col=paths_col,
-                             model_id=model_id, load_error=load_error, prefix=prefix)
+                             model_id=model_id, load_error=load_error, prefix=prefix,
+                             main_threshold=main_threshold)
         del pdf
         # The worker lives for the whole job: hand the batch's features and trees back.
         release_freed_memory()
