@@ -10,6 +10,16 @@ same run (the anchor).
     # post-processing rules on held-out block probabilities (needs --keep-models): word-weighted
     # block F1 against the training labels, mean over folds (a proxy: no rendering)
     python benchmarks/loso_pages.py rules RUN
+    # a learned page gate (needs --keep-models): from signals of the model's own output (kept
+    # share, confidence, ...), and then also of its agreement with resiliparse's text, predict
+    # the pages where trafilatura's text scores better and send them to trafilatura; the gate is
+    # itself trained leave-one-fold-out. Mean shingle F1, pages sent, and the speed ratio to
+    # trafilatura that the extra trafilatura (and resiliparse) calls leave
+    python benchmarks/loso_pages.py gate RUN
+    # the main threshold as a precision knob (needs --keep-models and the run's --input): each
+    # fold model extracts its held-out pages end to end at each threshold (Extractor(main_threshold=),
+    # trafilatura fallback); next to trafilatura as the run had it and with favor_precision=True
+    python benchmarks/loso_pages.py threshold RUN --input ../shared/data/extraction --thresholds 0.5,0.6,0.7
 """
 
 from __future__ import annotations
@@ -62,7 +72,9 @@ def short_fallback(run: Path) -> None:
               + " ".join(f"{g}={v:.3f}" for g, v in folds.items()) + " |")
 
 
-def _held_out_probabilities(run: Path) -> list[dict]:
+def _held_out_probabilities(run: Path, labelled_only: bool = True) -> list[dict]:
+    """Each held-out page's block probabilities from its fold model; ``labelled_only``: only the
+    pages whose labels training would use (``kept``), else every page with blocks."""
     import torch
 
     from pulpie_spark.classify.blockmodel.data import frame_to_examples
@@ -70,7 +82,7 @@ def _held_out_probabilities(run: Path) -> list[dict]:
 
     torch.set_num_threads(2)
     cache = pd.read_parquet(run / "fold_features.parquet")
-    cache = cache[cache["kept"] & (cache["n_blocks"] > 0)]
+    cache = cache[(cache["kept"] | (not labelled_only)) & (cache["n_blocks"] > 0)]
     rows = []
     for fold, part in cache.groupby("fold"):
         if not (run / "models" / fold).is_dir():
@@ -79,9 +91,10 @@ def _held_out_probabilities(run: Path) -> list[dict]:
         levels = model.config.container_levels
         examples = frame_to_examples(part)
         feats = [(e.ids, e.numeric, e.groups[:, :levels]) if levels else (e.ids, e.numeric) for e in examples]
-        for e, p in zip(examples, DefaultBlockClassifier(model).predict_proba_features(feats)):
-            rows.append({"fold": fold, "p": p, "labels": e.labels, "words": e.words.astype(float),
-                         "groups": e.groups})
+        for key, e, p in zip(zip(part["source"], part["page_id"]), examples,
+                             DefaultBlockClassifier(model).predict_proba_features(feats)):
+            rows.append({"fold": fold, "page": key, "p": np.atleast_1d(p), "labels": e.labels,
+                         "words": e.words.astype(float), "groups": e.groups})
     return rows
 
 
@@ -150,12 +163,184 @@ def rules(run: Path) -> None:
         print(f"| {name} | {np.mean(list(f1.values())):.4f} | " + " | ".join(f"{f1[f]:.3f}" for f in folds) + " |")
 
 
+GATE_SIGNALS = ("log_blocks", "log_words", "kept_share", "log_kept_words", "log_kept_blocks", "uncertainty",
+                "unsure_share", "kept_confidence", "max_p", "log_main_runs", "top_other_p", "near_miss_ratio",
+                "weak_kept_share", "first_main_at", "main_span", "log_text_chars")
+
+
+def _gate_signals(p, words, text: str) -> list[float]:
+    """GATE_SIGNALS of one page: what the model's own output says of it (no second extractor)."""
+    chars = np.log1p(len(text or ""))
+    if p is None or len(p) == 0:
+        return [0, 0, 0, 0, 0, 0.5, 0, 0, 0, 0, 0, 0, 0, 1, 0, chars]
+    p, w = np.asarray(p, float), np.asarray(words, float) + 1
+    main = p >= 0.5
+    kept, idx = (w * main).sum(), np.flatnonzero(main)
+    runs = int(main[0]) + int((~main[:-1] & main[1:]).sum())
+    return [np.log1p(len(p)), np.log1p(w.sum()), kept / w.sum(), np.log1p(kept), np.log1p(main.sum()),
+            (w * np.minimum(p, 1 - p)).sum() / w.sum(), (w * ((p > 0.2) & (p < 0.8))).sum() / w.sum(),
+            (w * p * main).sum() / max(kept, 1), p.max(), np.log1p(runs), p[~main].max() if (~main).any() else 0,
+            np.log1p((w * ((p > 0.2) & ~main)).sum()) - np.log1p(kept), (w * (main & (p < 0.8))).sum() / max(kept, 1),
+            idx[0] / len(p) if len(idx) else 1, (idx[-1] - idx[0] + 1) / len(p) if len(idx) else 0, chars]
+
+
+def _fit_gate(x, y, weight, hidden: int):
+    """A logistic regression (hidden = 0) or a one-hidden-layer MLP, full-batch L-BFGS; returns predict."""
+    import torch
+
+    torch.manual_seed(0)
+    mu, sd = x.mean(0), x.std(0) + 1e-6
+    xt, yt, wt = (torch.tensor(a, dtype=torch.float32) for a in ((x - mu) / sd, y, weight))
+    net = (torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+           if hidden else torch.nn.Linear(x.shape[1], 1))
+    opt = torch.optim.LBFGS(net.parameters(), max_iter=300)
+
+    def closure():
+        opt.zero_grad()
+        loss = (torch.nn.functional.binary_cross_entropy_with_logits(net(xt)[:, 0], yt, reduction="none")
+                * wt).sum() / wt.sum() + 1e-2 * sum((q ** 2).sum() for q in net.parameters())
+        loss.backward()
+        return loss
+    opt.step(closure)
+    return lambda new: torch.sigmoid(net(torch.tensor((new - mu) / sd, dtype=torch.float32))[:, 0]).detach().numpy()
+
+
+def _resiliparse_agreement(ours: str, resiliparse: str) -> list[float]:
+    """Share of our shingles in resiliparse's text, share of its shingles in ours, log length ratio."""
+    tp, fp, fn = shingle_tp_fp_fn(ours or "", resiliparse or "")
+    return [tp / max(tp + fp, 1), tp / max(tp + fn, 1), np.log1p(len(resiliparse or "")) - np.log1p(len(ours or ""))]
+
+
+def gate(run: Path) -> None:
+    base = add_page_metrics(pd.read_parquet(run / "pages.parquet"), (MODEL, TRAFILATURA))
+    base = base[base["fold"].isin([d.name for d in (run / "models").iterdir()])].reset_index(drop=True)
+    probs = {r["page"]: r for r in _held_out_probabilities(run, labelled_only=False)}
+    keys = list(zip(base["source"], base["page_id"]))
+    ours = np.array([_gate_signals(probs[k]["p"] if k in probs else None, probs[k]["words"] if k in probs else None, t)
+                     for k, t in zip(keys, base[f"{MODEL}_text"])], dtype=np.float32)
+    agreement = np.array([_resiliparse_agreement(a, b) for a, b in zip(base[f"{MODEL}_text"], base["resiliparse_text"])],
+                         dtype=np.float32)
+    fell_back = np.array([k not in probs or not (probs[k]["p"] >= 0.5).any() for k in keys])
+    f1 = {name: np.array([2 * tp / (2 * tp + fp + fn) if tp else 0.0 for tp, fp, fn in base[f"{name}_shingle"]])
+          for name in (MODEL, TRAFILATURA)}
+    gain = f1[TRAFILATURA] - f1[MODEL]
+    seconds = {name: base[f"{name}_cpu_seconds"].to_numpy() for name in (MODEL, TRAFILATURA, "resiliparse")}
+
+    def outcome(send, resiliparse_too=False):
+        pages = base.copy()
+        for column in ("text", "rouge5", "shingle", "shingle_cjk"):
+            pages.loc[send, f"{MODEL}_{column}"] = pages.loc[send, f"{TRAFILATURA}_{column}"]
+        s = summarize(score_loso(pages, (MODEL, TRAFILATURA)), pages, 100)
+        extra = send & ~fell_back   # fallback pages already paid for trafilatura
+        ours_seconds = seconds[MODEL].sum() + seconds[TRAFILATURA][extra].sum()
+        speed = seconds[TRAFILATURA].sum() / (ours_seconds + resiliparse_too * seconds["resiliparse"].sum())
+        return (f"{s['model_mean_fold_shingle_f1']:.4f} | {s['model_non_english_shingle_cjk_f1']:.4f} | "
+                f"{int(extra.sum())} ({extra.mean():.0%}) | {speed:.2f}x")
+
+    print(f"{run}: {len(base)} held-out pages, {int(fell_back.sum())} fell back already; pages where trafilatura "
+          f"scores better {int((gain > 0).sum())}")
+    print("| gate | threshold | mean sh-F1 | non-En sh-F1 CJK | pages sent to trafilatura | speed vs trafilatura |")
+    print("|---|---|---|---|---|---|")
+    print(f"| none (as run) | | {outcome(np.zeros(len(base), bool))} |")
+    print(f"| oracle (the better text per page) | | {outcome(gain > 0)} |")
+    folds = base["fold"].to_numpy()
+    for signals, x, resiliparse_too in (("our output", ours, False),
+                                        ("our output + resiliparse agreement", np.hstack([ours, agreement]), True)):
+        for margin, hidden in ((0.05, 0), (0.1, 0), (0.05, 16), (0.1, 16)):
+            score = np.zeros(len(base))
+            for fold in np.unique(folds):   # the gate never sees the fold it is scored on
+                test = folds == fold
+                score[test] = _fit_gate(x[~test], (gain[~test] > margin).astype(float),
+                                        np.abs(gain[~test]) + 0.01, hidden)(x[test])
+            name = f"{signals}: {'MLP 16' if hidden else 'logistic'}, trafilatura better by > {margin}"
+            for threshold in (0.4, 0.5, 0.6, 0.7):
+                print(f"| {name} | {threshold} | {outcome((score >= threshold) | fell_back, resiliparse_too)} |",
+                      flush=True)
+
+
+TRAFILATURA_PRECISION = "trafilatura_precision"
+
+
+def _threshold_chunk(payload) -> list[dict]:
+    """One fold model's pages extracted at each threshold, and by trafilatura favoring precision."""
+    import torch
+    import trafilatura
+
+    from pulpie_spark.classify.registry import load_classifier
+    from pulpie_spark.evaluate.loso import _time_call
+    from pulpie_spark.extractor import Extractor
+
+    torch.set_num_threads(1)
+    model_dir, thresholds, pages = payload
+    classifier = load_classifier(model_dir)
+    runners = {f"ours@{t}": (lambda html, e=Extractor(classifier=classifier, main_threshold=t, fallback="trafilatura"):
+                            e.extract(html).text) for t in thresholds}
+    runners[TRAFILATURA_PRECISION] = lambda html: trafilatura.extract(html, output_format="txt", favor_precision=True)
+    rows = []
+    for key, html in pages:
+        row = {"page": key}
+        for name, run in runners.items():
+            row[f"{name}_text"], row[f"{name}_cpu_seconds"], row[f"{name}_error"] = _time_call(run, html)
+        rows.append(row)
+    return rows
+
+
+def threshold(run: Path, input_path: Path, thresholds: list[float], workers: int = 2) -> None:
+    import multiprocessing as mp
+
+    from pulpie_spark.evaluate.harness import score
+    from pulpie_spark.evaluate.loso import load_sources
+
+    names = [f"ours@{t}" for t in thresholds] + [TRAFILATURA, TRAFILATURA_PRECISION]
+    base = pd.read_parquet(run / "pages.parquet")
+    base = base[base["fold"].isin([d.name for d in (run / "models").iterdir()])].reset_index(drop=True)
+    html = {(s, p): h for s, p, h in load_sources(input_path)[["source", "page_id", "html"]].itertuples(index=False)}
+    tasks = []
+    for fold, part in base.groupby("fold"):
+        keys = list(zip(part["source"], part["page_id"]))
+        for start in range(0, len(keys), 100):
+            tasks.append((str(run / "models" / fold), thresholds, [(k, html[k]) for k in keys[start:start + 100]]))
+    with mp.get_context("spawn").Pool(workers) as pool:
+        rows = [r for chunk in pool.map(_threshold_chunk, tasks, chunksize=1) for r in chunk]
+    out = pd.DataFrame(rows)
+    out["source"], out["page_id"] = zip(*out.pop("page"))
+    pages = base.merge(out, on=["source", "page_id"])
+    pages.to_parquet(run / "threshold_pages.parquet")   # the texts, to ask other questions of them
+    pages = add_page_metrics(pages, names)
+    same = (pages[f"ours@{thresholds[0]}_text"] == pages[f"{MODEL}_text"].fillna("")).mean()
+    print(f"{run}: {len(pages)} held-out pages; at {thresholds[0]} the text equals the run's on {same:.1%} of them")
+    scores = score(pages, names, group_column="fold", overall=False)
+    folds = sorted(pages["fold"].unique())
+    print("| extractor | mean sh-F1 (P / R) | non-En sh-F1 CJK | pages/s per core | " + " | ".join(folds) + " |")
+    print("|---|---|---|---|" + "---|" * len(folds))
+    non_english = pages[pages["non_english"].astype(str).str.startswith("non-English")]
+    for name in names:
+        part = scores[scores["extractor"] == name].set_index("group")
+        pooled = score(non_english, [name], group_column="fold", overall=True)
+        pooled = pooled[pooled["group"] == "overall"]["shingle_cjk_f1"].iloc[0]
+        speed = len(pages) / pages[f"{name}_cpu_seconds"].sum()
+        print(f"| {name} | {part['shingle_f1'].mean():.4f} ({part['shingle_precision'].mean():.3f} / "
+              f"{part['shingle_recall'].mean():.3f}) | {pooled:.4f} | {speed:.1f} | "
+              + " | ".join(f"{part.loc[f, 'shingle_f1']:.3f} ({part.loc[f, 'shingle_precision']:.3f}/"
+                           f"{part.loc[f, 'shingle_recall']:.3f})" for f in folds) + " |")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("question", choices=["few-blocks", "short-fallback", "rules"])
+    parser.add_argument("question", choices=["few-blocks", "short-fallback", "rules", "gate", "threshold"])
     parser.add_argument("runs", nargs="+", type=Path, help="output folders of jobs/evaluate.py --protocol loso")
+    parser.add_argument("--input", type=Path, help="threshold: the labelled pages the run read (its --input)")
+    parser.add_argument("--thresholds", default="0.5,0.6,0.7", help="threshold: main thresholds to compare")
+    parser.add_argument("--workers", type=int, default=2, help="threshold: extraction processes")
     args = parser.parse_args(argv)
-    ask = {"few-blocks": few_blocks, "short-fallback": short_fallback, "rules": rules}[args.question]
+    if args.question == "threshold":
+        if args.input is None:
+            parser.error("threshold needs --input (the run's labelled pages)")
+        thresholds = [float(t) for t in args.thresholds.split(",")]
+        for run in args.runs:
+            threshold(run, args.input, thresholds, args.workers)
+        return 0
+    ask = {"few-blocks": few_blocks, "short-fallback": short_fallback, "rules": rules, "gate": gate}[args.question]
     for run in args.runs:
         ask(run)
     return 0
