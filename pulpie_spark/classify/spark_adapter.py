@@ -31,9 +31,9 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from pulpie_spark import reasons
+from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold
 from pulpie_spark.classify.registry import DEFAULT_MODEL, resolve_model_name
 from pulpie_spark.memory import release_freed_memory
-from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold
 from pulpie_spark.page import MAX_PADDED_BLOCKS, classify_error, classify_pages, is_missing, labels_from_probs
 
 log = logging.getLogger(__name__)
