@@ -53,16 +53,29 @@ def few_blocks(run: Path) -> None:
           f"trafilatura {f1[TRAFILATURA]:.3f} (model - trafilatura {f1[MODEL] - f1[TRAFILATURA]:+.3f})")
 
 
+def _with_trafilatura_on(pages: pd.DataFrame, send) -> pd.DataFrame:
+    """``pages`` (with add_page_metrics columns) where the pages in ``send`` take trafilatura's
+    text and metrics in place of the model's: a fallback or gate, scored without re-extracting."""
+    pages = pages.copy()
+    for column in ("text", "rouge5", "shingle", "shingle_cjk"):
+        pages.loc[send, f"{MODEL}_{column}"] = pages.loc[send, f"{TRAFILATURA}_{column}"]
+    return pages
+
+
+def _pages_with_fold_models(run: Path) -> pd.DataFrame:
+    """RUN/pages.parquet less the folds without a kept model (--keep-models keeps one per fold)."""
+    pages = pd.read_parquet(run / "pages.parquet")
+    return pages[pages["fold"].isin([d.name for d in (run / "models").iterdir()])].reset_index(drop=True)
+
+
 def short_fallback(run: Path) -> None:
     base = add_page_metrics(pd.read_parquet(run / "pages.parquet"), (MODEL, TRAFILATURA))
     chars = base[f"{MODEL}_text"].fillna("").str.replace(r"\s+", "", regex=True).str.len()
     print(f"{run}\n| fewer than C chars | pages to trafilatura | mean sh-F1 | mean R5 | non-En sh-F1 CJK | per fold |")
     print("|---|---|---|---|---|---|")
     for limit in SHORT_CHARS:
-        pages = base.copy()
         use = chars < limit
-        for column in ("text", "rouge5", "shingle", "shingle_cjk"):
-            pages.loc[use, f"{MODEL}_{column}"] = pages.loc[use, f"{TRAFILATURA}_{column}"]
+        pages = _with_trafilatura_on(base, use)
         scores = score_loso(pages, (MODEL, TRAFILATURA))
         s = summarize(scores, pages, 100)
         folds = scores[(scores["by"] == "fold") & (scores["extractor"] == MODEL)].set_index("group")["shingle_f1"]
@@ -212,8 +225,7 @@ def _resiliparse_agreement(ours: str, resiliparse: str) -> list[float]:
 
 
 def gate(run: Path) -> None:
-    base = add_page_metrics(pd.read_parquet(run / "pages.parquet"), (MODEL, TRAFILATURA))
-    base = base[base["fold"].isin([d.name for d in (run / "models").iterdir()])].reset_index(drop=True)
+    base = add_page_metrics(_pages_with_fold_models(run), (MODEL, TRAFILATURA))
     probs = {r["page"]: r for r in _held_out_probabilities(run, labelled_only=False)}
     keys = list(zip(base["source"], base["page_id"]))
     ours = np.array([_gate_signals(probs[k]["p"] if k in probs else None, probs[k]["words"] if k in probs else None, t)
@@ -221,15 +233,13 @@ def gate(run: Path) -> None:
     agreement = np.array([_resiliparse_agreement(a, b) for a, b in zip(base[f"{MODEL}_text"], base["resiliparse_text"])],
                          dtype=np.float32)
     fell_back = np.array([k not in probs or not (probs[k]["p"] >= 0.5).any() for k in keys])
-    f1 = {name: np.array([2 * tp / (2 * tp + fp + fn) if tp else 0.0 for tp, fp, fn in base[f"{name}_shingle"]])
+    f1 = {name: np.array([shingle_scores([counts])["f1"] for counts in base[f"{name}_shingle"]])
           for name in (MODEL, TRAFILATURA)}
     gain = f1[TRAFILATURA] - f1[MODEL]
     seconds = {name: base[f"{name}_cpu_seconds"].to_numpy() for name in (MODEL, TRAFILATURA, "resiliparse")}
 
     def outcome(send, resiliparse_too=False):
-        pages = base.copy()
-        for column in ("text", "rouge5", "shingle", "shingle_cjk"):
-            pages.loc[send, f"{MODEL}_{column}"] = pages.loc[send, f"{TRAFILATURA}_{column}"]
+        pages = _with_trafilatura_on(base, send)
         s = summarize(score_loso(pages, (MODEL, TRAFILATURA)), pages, 100)
         extra = send & ~fell_back   # fallback pages already paid for trafilatura
         ours_seconds = seconds[MODEL].sum() + seconds[TRAFILATURA][extra].sum()
@@ -288,12 +298,9 @@ def _threshold_chunk(payload) -> list[dict]:
 def threshold(run: Path, input_path: Path, thresholds: list[float], workers: int = 2) -> None:
     import multiprocessing as mp
 
-    from pulpie_spark.evaluate.harness import score
     from pulpie_spark.evaluate.loso import load_sources
 
-    names = [f"ours@{t}" for t in thresholds] + [TRAFILATURA, TRAFILATURA_PRECISION]
-    base = pd.read_parquet(run / "pages.parquet")
-    base = base[base["fold"].isin([d.name for d in (run / "models").iterdir()])].reset_index(drop=True)
+    base = _pages_with_fold_models(run)
     html = {(s, p): h for s, p, h in load_sources(input_path)[["source", "page_id", "html"]].itertuples(index=False)}
     tasks = []
     for fold, part in base.groupby("fold"):
@@ -306,18 +313,25 @@ def threshold(run: Path, input_path: Path, thresholds: list[float], workers: int
     out["source"], out["page_id"] = zip(*out.pop("page"))
     pages = base.merge(out, on=["source", "page_id"])
     pages.to_parquet(run / "threshold_pages.parquet")   # the texts, to ask other questions of them
+    _threshold_table(run, pages, thresholds)
+
+
+def _threshold_table(run: Path, pages: pd.DataFrame, thresholds: list[float]) -> None:
+    from pulpie_spark.classify.base import MAIN_THRESHOLD
+
+    names = [f"ours@{t}" for t in thresholds] + [TRAFILATURA, TRAFILATURA_PRECISION]
     pages = add_page_metrics(pages, names)
-    same = (pages[f"ours@{thresholds[0]}_text"] == pages[f"{MODEL}_text"].fillna("")).mean()
-    print(f"{run}: {len(pages)} held-out pages; at {thresholds[0]} the text equals the run's on {same:.1%} of them")
-    scores = score(pages, names, group_column="fold", overall=False)
+    print(f"{run}: {len(pages)} held-out pages")
+    if MAIN_THRESHOLD in thresholds:   # the run's own model text was extracted at the default
+        same = (pages[f"ours@{MAIN_THRESHOLD}_text"] == pages[f"{MODEL}_text"].fillna("")).mean()
+        print(f"at {MAIN_THRESHOLD} the text equals the run's on {same:.1%} of them")
+    scores = score_loso(pages, names)
     folds = sorted(pages["fold"].unique())
     print("| extractor | mean sh-F1 (P / R) | non-En sh-F1 CJK | pages/s per core | " + " | ".join(folds) + " |")
     print("|---|---|---|---|" + "---|" * len(folds))
-    non_english = pages[pages["non_english"].astype(str).str.startswith("non-English")]
     for name in names:
-        part = scores[scores["extractor"] == name].set_index("group")
-        pooled = score(non_english, [name], group_column="fold", overall=True)
-        pooled = pooled[pooled["group"] == "overall"]["shingle_cjk_f1"].iloc[0]
+        part = scores[(scores["by"] == "fold") & (scores["extractor"] == name)].set_index("group")
+        pooled = scores[(scores["by"] == "pooled") & (scores["extractor"] == name)]["shingle_cjk_f1"].iloc[0]
         speed = len(pages) / pages[f"{name}_cpu_seconds"].sum()
         print(f"| {name} | {part['shingle_f1'].mean():.4f} ({part['shingle_precision'].mean():.3f} / "
               f"{part['shingle_recall'].mean():.3f}) | {pooled:.4f} | {speed:.1f} | "
