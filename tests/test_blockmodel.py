@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from pulpie_spark.classify.blockmodel import DEFAULT_MODEL_DIR, load_default
-from pulpie_spark.classify.blockmodel.features import MAX_TOKENS, N_NUMERIC, NUMERIC_NAMES, block_texts, page_features
+from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, MAX_TOKENS, N_NUMERIC, NUMERIC_NAMES,
+                                                      block_texts, numeric_names, page_features)
 from pulpie_spark.classify.blockmodel.model import BlockModelConfig, DefaultBlockClassifier, load_model
 from pulpie_spark.classify.blockmodel.training import PageExample, TrainConfig, _loss, train_model
 
@@ -29,16 +30,22 @@ PATHS = ["html > body > nav.top > ul.menu", "html > body > main#content > articl
 def test_page_features_shapes_and_determinism():
     ids, num = page_features(BLOCKS, PATHS)
     assert ids.shape == (5, MAX_TOKENS) and ids.dtype == np.int32
-    assert num.shape == (5, N_NUMERIC) == (5, len(NUMERIC_NAMES)) and num.dtype == np.float32
+    assert num.shape == (5, N_NUMERIC) == (5, len(numeric_names(FEATURE_VERSION))) and num.dtype == np.float32
+    assert numeric_names(FEATURE_VERSION)[:len(NUMERIC_NAMES)] == NUMERIC_NAMES   # landmarks come after
     ids2, num2 = page_features(BLOCKS, PATHS)
     assert np.array_equal(ids, ids2) and np.array_equal(num, num2)
-    col = {name: i for i, name in enumerate(NUMERIC_NAMES)}
+    col = {name: i for i, name in enumerate(numeric_names(FEATURE_VERSION))}
     # nav: "Home ... About": 9 of its 14 characters are link text (the "..." is not)
     assert num[0, col["link_char_share"]] == pytest.approx(9 / 14)
     assert num[2, col["link_char_share"]] == 0.0
     assert num[1, col["is_heading"]] == 1.0 and num[2, col["is_heading"]] == 0.0
     assert num[3, col["in_table"]] == 1.0
     assert num[0, col["rel_position"]] == 0.0 and num[4, col["rel_position"]] == 1.0
+    # landmarks: article.post is the body container (class "post": the strongest rule),
+    # the menu and the footer are boilerplate
+    assert num[1:3, col["in_body"]].tolist() == [1.0, 1.0] and num[3, col["in_body"]] == 0.0
+    assert num[:, col["page_body"]].tolist() == [1.0] * 5
+    assert num[:, col["boiler"]].tolist() == [1.0, 0.0, 0.0, 0.0, 1.0]
     # paths change the hashed tokens; no paths still works
     ids_nopath, _ = page_features(BLOCKS)
     assert not np.array_equal(ids, ids_nopath)
@@ -94,10 +101,8 @@ CJK_BLOCKS = ['<h1 _item_id="1">天気予報</h1>', '<p _item_id="2">今日は�
 def test_a_model_runs_with_the_feature_version_it_was_trained_on(tmp_path):
     """A v1 model (the first shipped ones) keeps v1 features, a v2 model gets v2; a config
     with a version this code cannot compute, or none, is refused, never run on other features."""
-    from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
-
-    assert BlockModelConfig().feature_version == FEATURE_VERSION == 2
-    for version in (1, 2):
+    assert BlockModelConfig().feature_version == FEATURE_VERSION == 3
+    for version in (1, 2, 3):
         examples = []
         for _ in range(4):
             ids, num = page_features(BLOCKS, PATHS, n_buckets=1024, version=version)
@@ -113,16 +118,22 @@ def test_a_model_runs_with_the_feature_version_it_was_trained_on(tmp_path):
     v1 = page_features(CJK_BLOCKS, n_buckets=1024, version=1)
     v2 = page_features(CJK_BLOCKS, n_buckets=1024, version=2)
     assert not np.array_equal(v1[1], v2[1])     # the two versions differ on CJK text
+    # v3 reads v2's statistics and five landmark columns after them (here from the paths)
+    assert json.loads((tmp_path / "v2" / "config.json").read_text())["numeric_dim"] == len(NUMERIC_NAMES)
+    assert json.loads((tmp_path / "v3" / "config.json").read_text())["numeric_dim"] == len(NUMERIC_NAMES) + 5
+    got = DefaultBlockClassifier(load_model(tmp_path / "v3")).features([BLOCKS], [PATHS])[0]
+    v2_paths = page_features(BLOCKS, PATHS, n_buckets=1024, version=2)
+    assert np.array_equal(got[1][:, :len(NUMERIC_NAMES)], v2_paths[1]) and got[1][:, len(NUMERIC_NAMES):].any()
     config = json.loads((tmp_path / "v1" / "config.json").read_text())
-    (tmp_path / "v3").mkdir()
-    (tmp_path / "v3" / "model.safetensors").write_bytes((tmp_path / "v1" / "model.safetensors").read_bytes())
-    (tmp_path / "v3" / "config.json").write_text(json.dumps({**config, "feature_version": 3}))
-    with pytest.raises(ValueError, match="v3"):
-        load_model(tmp_path / "v3")
-    (tmp_path / "v3" / "config.json").write_text(json.dumps({k: v for k, v in config.items()
+    (tmp_path / "v4").mkdir()
+    (tmp_path / "v4" / "model.safetensors").write_bytes((tmp_path / "v1" / "model.safetensors").read_bytes())
+    (tmp_path / "v4" / "config.json").write_text(json.dumps({**config, "feature_version": 4}))
+    with pytest.raises(ValueError, match="v4"):
+        load_model(tmp_path / "v4")
+    (tmp_path / "v4" / "config.json").write_text(json.dumps({k: v for k, v in config.items()
                                                              if k != "feature_version"}))
     with pytest.raises(ValueError, match="feature version"):
-        load_model(tmp_path / "v3")
+        load_model(tmp_path / "v4")
 
 
 def test_a_features_cache_of_another_version_is_refused(tmp_path):
@@ -134,8 +145,9 @@ def test_a_features_cache_of_another_version_is_refused(tmp_path):
     pages = pd.DataFrame({"source": ["s"] * 3, "page_id": ["1", "2", "3"], "split": ["train", "train", "dev"],
                           "html": [html] * 3, "gold_text": ["Tomatoes need sun. " * 20] * 3})
     v1 = build_examples(pages, n_buckets=1024, feature_version=1)
-    v2 = build_examples(pages, n_buckets=1024)
+    v2 = build_examples(pages, n_buckets=1024, feature_version=2)
     assert cache_feature_version(v1) == 1 and cache_feature_version(v2) == 2
+    assert cache_feature_version(build_examples(pages, n_buckets=1024)) == FEATURE_VERSION   # the default
     assert cache_feature_version(v2.drop(columns=["feature_version"])) == 1   # caches from before the column
     check_cache_version(v2, 2)
     with pytest.raises(ValueError, match="v1"):
@@ -186,8 +198,8 @@ def test_shipped_default_model_loads_and_predicts_deterministically(data_dir):
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in files)
     assert sum(p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir()) <= 25 * 1024 * 1024
     classifier = load_default()
-    assert classifier.model_id == "pulpie-spark/default-v3"
-    assert classifier.model.config.feature_version == 2 and classifier.model.config.container_levels == 3
+    assert classifier.model_id == "pulpie-spark/default-v4"
+    assert classifier.model.config.feature_version == 3 and classifier.model.config.container_levels == 3
     page = pd.read_parquet(data_dir / "model_pages.parquet").iloc[0]
     simplified = simplify(page["html"])
     probs_a = classifier.predict_proba([simplified.blocks], [simplified.paths])[0]

@@ -3,9 +3,11 @@
 The first default models were trained on features computed block by block;
 ``_reference_page_features`` below is that code (version 1), plus the language-independent
 definitions of version 2 (CJK characters as words, Unicode punctuation and sentence ends,
-the capital share among cased words), kept here (and only here) as the definition of each
-version. Any difference in a token id or in one bit of a numeric feature would silently
-change what a model sees, so equality is exact, for both versions.
+the capital share among cased words), and of version 3 (version 2 and the landmark numbers
+of landmarks.py, computed here block by block from the regexes on each path element),
+kept here (and only here) as the definition of each version. Any difference in a token id
+or in one bit of a numeric feature would silently change what a model sees, so equality
+is exact, for every version.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import xxhash
 from selectolax.lexbor import LexborHTMLParser
 
 from pulpie_spark.classify.blockmodel import features
-from pulpie_spark.classify.blockmodel.features import MAX_TOKENS, N_NUMERIC, block_texts, page_features
+from pulpie_spark.classify.blockmodel.features import MAX_TOKENS, block_texts, n_numeric, page_features
 from pulpie_spark.segment.simplify import simplify
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -157,10 +159,81 @@ def _ref_summarize_block(block_html, node, path, version=1):
     return tokens, stats
 
 
+# Version 3's landmarks, block by block: the rules of landmarks.py on every element of
+# every block's path, each name tested with re.I.
+_REF_BODY_RULES = (
+    ("names", re.compile(
+        r"(?:entry|article|art|post|page|text|story|news|main)[-_]?(?:content|body|text)|article__(?:content|body)"
+        r"|articlebody|post[-_]?entry|body[-_]text|artibody|zhengwen|neirong|wenzhang|rich[-_]?text|^post$|^entry$",
+        re.I)),
+    ("tag", None),
+    ("names", re.compile(
+        r"^article$|^story$|fulltext|story[-_]?body|single[-_]?(?:post|content)|(?:theme|blog|section)[-_]content"
+        r"|field[-_]body|^text$|^content$|content[-_]?(?:main|body)|main[-_]?content|page[-_]content", re.I)),
+    ("main", re.compile(r"^main", re.I)),
+)
+_REF_BOILER = re.compile(
+    r"^shar|share|social|sociable|viral|newsletter|syndication|cookie|consent|sidebar|side[-_]?bar|banner"
+    r"|bread[-_]?crumb|footer|^nav|[-_]nav|navbar|navigation|menu|related|elated|recommend|popular|trending"
+    r"|more[-_]on|next[-_]|[-_]stories|teaser|(?:^|[-_ ])ads?(?:$|[-_ ])|advert|sponsor|outbrain|taboola|criteo"
+    r"|paid[-_]?content|promo|widget|byline|author|tags?(?:$|[-_])|tag[-_]list|meta(?:$|[-_])|rating|timestamp"
+    r"|subscribe|signup|login|modal|overlay|popup|print|toolbar|pagination|pager|breadcrumbs?", re.I)
+_REF_COMMENT = re.compile(r"comment(?!ary)|disqus|reply|respond|discussion|kommentar", re.I)
+
+
+def _ref_element(element):
+    tag = _ELEMENT_TAG_RE.split(element, maxsplit=1)[0].lower()
+    return tag, [v for _, v in _ELEMENT_ATTR_RE.findall(element)]
+
+
+def _ref_body_level(element):
+    tag, names = _ref_element(element)
+    for level, (kind, rule) in enumerate(_REF_BODY_RULES):
+        if kind == "tag":
+            hit = tag == "article"
+        elif kind == "names":
+            hit = tag in ("article", "div", "main", "section") and any(rule.search(x) for x in names)
+        else:
+            hit = tag == "main" or (tag in ("article", "div", "section") and any(rule.search(x) for x in names))
+        if hit:
+            return level
+    return None
+
+
+def _reference_landmarks(paths, n):
+    out = np.zeros((n, 5), np.float64)
+    if not paths:
+        return out
+    split = [[e.strip() for e in (p or "").split(" > ") if e.strip()] for p in paths[:n]]
+    best = None
+    for elements in split:
+        for j, element in enumerate(elements):
+            level = _ref_body_level(element)
+            if level is not None and (best is None or level < best[0]):
+                best = (level, " > ".join(elements[:j + 1]))
+    strength = 1.0 - best[0] / 4 if best else 0.0
+    for i, elements in enumerate(split):
+        joined = " > ".join(elements)
+        inside = best is not None and (joined == best[1] or joined.startswith(best[1] + " > "))
+        out[i, 1] = strength
+        out[i, 0] = strength if inside else 0.0
+        for j, element in enumerate(elements):
+            tag, names = _ref_element(element)
+            if tag in ("html", "body"):
+                continue
+            if tag in ("nav", "footer", "aside") or any(_REF_BOILER.search(x) for x in names):
+                out[i, 2] = 1.0
+                if inside and j + 1 > len(best[1].split(" > ")):
+                    out[i, 4] = 1.0
+            if any(_REF_COMMENT.search(x) for x in names):
+                out[i, 3] = 1.0
+    return out
+
+
 def _reference_page_features(blocks, paths=None, *, n_buckets=1 << 15, version=1):
     n = len(blocks)
     ids = np.zeros((n, MAX_TOKENS), dtype=np.int32)
-    numeric = np.zeros((n, N_NUMERIC), dtype=np.float32)
+    numeric = np.zeros((n, n_numeric(version)), dtype=np.float32)
     if n == 0:
         return ids, numeric
     nodes = _ref_parsed_blocks(blocks)
@@ -181,7 +254,7 @@ def _reference_page_features(blocks, paths=None, *, n_buckets=1 << 15, version=1
         punct = sum(c in _PUNCT_V2 for c in text) if v2 else len(_PUNCT_RE.findall(text))
         sentences = (len(_SENTENCE_END_V2.findall(text)) + sum(c in _SENTENCE_ANY_V2 for c in text) if v2
                      else len(_SENTENCE_END_RE.findall(text)))
-        numeric[i] = (
+        numeric[i, :24] = (
             char_logs[i] / 8.0,
             math.log1p(n_words) / 6.0,
             min(1.0, s["link_chars"] / n_chars) if n_chars else 0.0,
@@ -207,6 +280,8 @@ def _reference_page_features(blocks, paths=None, *, n_buckets=1 << 15, version=1
             char_logs[i - 1] / 8.0 if i > 0 else 0.0,
             char_logs[i + 1] / 8.0 if i + 1 < n else 0.0,
         )
+    if version >= 3:
+        numeric[:, 24:] = _reference_landmarks(list(paths) if paths is not None else None, n)
     return ids, numeric
 
 
@@ -287,7 +362,7 @@ EDGE_PATHS = [
 ]
 
 
-VERSIONS = (1, 2)
+VERSIONS = (1, 2, 3)
 
 
 def _assert_identical(blocks, paths, n_buckets=1 << 15):
@@ -418,6 +493,6 @@ def test_version_2_is_language_independent():
     ids_v2 = set(page_features(blocks[:1], version=2)[0][0].tolist())
     assert _ref_bucket("w0:今", 1 << 15) in ids_v2 and _ref_bucket("wl:る", 1 << 15) not in ids_v2
     assert all(_ref_bucket(f"wl:{c}", 1 << 15) in ids_v2 for c in "しょう")   # the last 3 characters
-    with pytest.raises(ValueError, match="v3"):
-        page_features(blocks, version=3)
-    assert features.FEATURE_VERSION == 2 and features.FEATURE_VERSIONS == (1, 2)
+    with pytest.raises(ValueError, match="v4"):
+        page_features(blocks, version=4)
+    assert features.FEATURE_VERSION == 3 and features.FEATURE_VERSIONS == (1, 2, 3)

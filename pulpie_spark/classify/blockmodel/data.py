@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from selectolax.lexbor import LexborHTMLParser
 
-from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, MAX_TOKENS, N_NUMERIC, block_texts,
+from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, MAX_TOKENS, block_texts, n_numeric,
                                                       page_features)
 from pulpie_spark.classify.blockmodel.containers import container_groups
 from pulpie_spark.classify.blockmodel.labels import label_blocks, normalize_words
@@ -31,7 +31,7 @@ CACHED_CONTAINER_LEVELS = 3
 @dataclass
 class PageExample:
     ids: np.ndarray                 # [n, MAX_TOKENS] int32
-    numeric: np.ndarray             # [n, N_NUMERIC] float32
+    numeric: np.ndarray             # [n, n_numeric(feature version)] float32
     labels: np.ndarray              # [n] int64 (1 main, 0 other)
     words: np.ndarray               # [n] int32 words per block (dev weighting)
     teacher: np.ndarray | None = None   # [n] float32 P(main) from a teacher
@@ -65,13 +65,15 @@ def _optional_array(value, dtype) -> np.ndarray | None:
 
 def frame_to_examples(frame: pd.DataFrame) -> list[PageExample]:
     out = []
+    empty_width = n_numeric(cache_feature_version(frame))   # numeric columns of an empty page
     for row in frame.itertuples(index=False):
         n = int(row.n_blocks)
         teacher = _optional_array(getattr(row, "teacher", None), np.float32)
         groups = _optional_array(getattr(row, "groups", None), np.int32)
         out.append(PageExample(
             ids=np.asarray(row.ids, dtype=np.int32).reshape(n, MAX_TOKENS),
-            numeric=np.asarray(row.numeric, dtype=np.float32).reshape(n, N_NUMERIC),
+            numeric=(np.asarray(row.numeric, dtype=np.float32).reshape(n, -1) if n
+                     else np.zeros((0, empty_width), np.float32)),
             labels=np.asarray(row.labels, dtype=np.int64),
             words=np.asarray(row.words, dtype=np.int32),
             teacher=teacher,
@@ -191,7 +193,7 @@ def build_examples(pages: pd.DataFrame, segmenter: Segmenter | None = None, *,
         examples.append(PageExample(ids, numeric, labels, words, teacher_probs, groups))
     if keep_unconfident:
         # Every input page gets a row (errors as empty pages) so coverage can be counted.
-        empty = PageExample(np.zeros((0, MAX_TOKENS), np.int32), np.zeros((0, N_NUMERIC), np.float32),
+        empty = PageExample(np.zeros((0, MAX_TOKENS), np.int32), np.zeros((0, n_numeric(feature_version)), np.float32),
                             np.zeros(0, np.int64), np.zeros(0, np.int32),
                             groups=np.zeros((0, CACHED_CONTAINER_LEVELS), np.int32))
         examples = [e if e is not None else empty for e in examples]

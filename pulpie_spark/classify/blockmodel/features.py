@@ -25,7 +25,7 @@ loader runs each model with its own version and refuses any other):
 
 * 1: words are ``\\w+`` runs (a whole Chinese/Japanese run is one "word"), punctuation
   and sentence ends are ASCII ``.,;:!?`` / ``.!?``, capitalised words are Latin only.
-* 2 (``FEATURE_VERSION``, language-independent): each CJK ideograph, kana or
+* 2 (language-independent): each CJK ideograph, kana or
   half-width kana is a word of its own (``_CJK``) for the word counts, the word length
   and the first/last word tokens; punctuation and sentence ends include the CJK,
   full-width, Arabic, Devanagari, Greek, Armenian, Ethiopic and Myanmar forms
@@ -34,6 +34,10 @@ loader runs each model with its own version and refuses any other):
   letter has a case (Ll/Lu/Lt), so caseless scripts give 0 instead of a diluted share;
   a text also ends like a sentence with CJK/Indic/Arabic terminals and closing quotes,
   and "..." or "\\u2026" (an ellipsis) marks a truncated teaser.
+* 3 (``FEATURE_VERSION``): version 2 and five landmark numbers per block from the
+  class/id names of its ancestors (landmarks.py: inside the page's chosen body
+  container, boilerplate or comment-section ancestors), appended after the 24
+  statistics (``numeric_names``).
 
 Pure functions (no torch, no Spark): the same code runs in training, in Spark
 executors and in tests. Deterministic: xxhash with a fixed seed, no Python ``hash``.
@@ -51,8 +55,10 @@ import numpy as np
 import xxhash
 from selectolax.lexbor import LexborHTMLParser
 
-FEATURE_VERSION = 2
-FEATURE_VERSIONS = (1, 2)   # computable here; a model trained on another version is refused
+from pulpie_spark.classify.blockmodel.landmarks import LANDMARK_NAMES, page_landmarks
+
+FEATURE_VERSION = 3
+FEATURE_VERSIONS = (1, 2, 3)   # computable here; a model trained on another version is refused
 MAX_TOKENS = 48          # hashed tokens per block (padded with 0 = no token)
 N_FIRST_WORDS = 8
 N_LAST_WORDS = 3
@@ -102,7 +108,18 @@ NUMERIC_NAMES = (
     "truncated", "log_sentences", "is_heading", "in_table", "in_list", "no_text",
     "log_chars_prev", "log_chars_next",
 )
-N_NUMERIC = len(NUMERIC_NAMES)
+
+
+def numeric_names(version: int) -> tuple[str, ...]:
+    """Names of the numeric columns of a feature version: the statistics, then (v3) the landmarks."""
+    return NUMERIC_NAMES + (LANDMARK_NAMES if version >= 3 else ())
+
+
+def n_numeric(version: int) -> int:
+    return len(numeric_names(version))
+
+
+N_NUMERIC = n_numeric(FEATURE_VERSION)     # numeric columns of the current version
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 _TABLE_TAGS = ("table", "td", "th", "tr")
 _LIST_TAGS = ("ul", "ol", "li", "dl")
@@ -590,14 +607,14 @@ def _page_tokens(blocks: list[str], paths: list[str], texts: list[str], lowered:
 
 def page_features(blocks: Sequence[str], paths: Sequence[str] | None = None, *,
                   n_buckets: int = 1 << 15, version: int = FEATURE_VERSION) -> tuple[np.ndarray, np.ndarray]:
-    """Features of one page: (token ids int32 [n, MAX_TOKENS], numeric float32 [n, N_NUMERIC]),
+    """Features of one page: (token ids int32 [n, MAX_TOKENS], numeric float32 [n, n_numeric(version)]),
     in feature version ``version`` (the one the model was trained on)."""
     if version not in FEATURE_VERSIONS:
         raise ValueError(f"block features v{version} are not computable here (versions {FEATURE_VERSIONS})")
     n = len(blocks)
     ids = np.zeros((n, MAX_TOKENS), dtype=np.int32)
     if n == 0:
-        return ids, np.zeros((n, N_NUMERIC), dtype=np.float32)
+        return ids, np.zeros((n, n_numeric(version)), dtype=np.float32)
     nodes, one_document = _parse_page(blocks)
     texts, link_chars, inner_tags, n_li, has_img = _page_node_stats(nodes, one_document)
     lowered = [text.lower() for text in texts]     # words are matched in the lowercased text
@@ -653,6 +670,9 @@ def page_features(blocks: Sequence[str], paths: Sequence[str] | None = None, *,
         prev_logs,
         next_logs,
     )
+    if version >= 3:
+        landmarks = page_landmarks(paths, n)
+        columns += tuple(landmarks[:, j] for j in range(landmarks.shape[1]))
     numeric = np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1).astype(np.float32)
     return ids, numeric
 

@@ -30,11 +30,12 @@ from torch import nn
 
 from pulpie_spark.classify.blockmodel.containers import container_groups
 from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, FEATURE_VERSIONS, MAX_TOKENS, N_NUMERIC,
-                                                      page_features)
+                                                      n_numeric, page_features)
 
-# The shipped model's name in output tables (model_id). v3: container pooling and token
-# dropout on feature version 2 (v2: feature version 2 alone; v1: feature version 1).
-MODEL_ID = "pulpie-spark/default-v3"
+# The shipped model's name in output tables (model_id). v4: v3's recipe on feature version 3
+# (landmarks.py); v3: container pooling and token dropout on feature version 2 (v2: feature
+# version 2 alone; v1: feature version 1).
+MODEL_ID = "pulpie-spark/default-v4"
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 
@@ -43,7 +44,7 @@ CONFIG_FILE = "config.json"
 class BlockModelConfig:
     n_buckets: int = 1 << 15
     embed_dim: int = 48
-    numeric_dim: int = N_NUMERIC
+    numeric_dim: int | None = None   # None: the numeric columns of feature_version
     max_tokens: int = MAX_TOKENS
     hidden: int = 96
     layers: int = 2
@@ -55,6 +56,10 @@ class BlockModelConfig:
     container_levels: int = 0      # ancestor levels whose blocks are pooled together (containers.py)
     container_stats: bool = False  # also each ancestor's share of the page's text and its block count
     model_id: str = MODEL_ID
+
+    def __post_init__(self):
+        if self.numeric_dim is None:
+            self.numeric_dim = n_numeric(self.feature_version)
 
     @classmethod
     def from_dict(cls, data: dict) -> "BlockModelConfig":
