@@ -73,8 +73,9 @@ def main() -> None:
     for source, per in rows:
         n = len(table) if source == "all" else int(counts[source])
         ms = {name: 1000 * per[name] / n for name in names}
+        traf = ms["trafilatura"]
         print(f"| {source} | {n} | {ms['base']:.1f} | {ms['new']:.1f} | {ms['new'] / ms['base']:.3f} | "
-              f"{ms['trafilatura']:.1f} | {ms['trafilatura'] / ms['base']:.2f}x | {ms['trafilatura'] / ms['new']:.2f}x |")
+              f"{traf:.1f} | {traf / ms['base']:.2f}x | {traf / ms['new']:.2f}x |")
 
 
 if __name__ == "__main__":

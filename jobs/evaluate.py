@@ -21,6 +21,9 @@ docs/model-card.md, over two seeds (OUTPUT/seed-<n>, then OUTPUT/seeds.md):
         --output /tmp/pulpie-loso --workers 2 --epochs 2 --max-pages-per-source 300 \
         --main-weight 1.0 --token-dropout 0.25 --container-levels 3 --seeds 13,14
 
+``--main-threshold T`` (as jobs/extract.py takes it) scores the model, or every fold model,
+with blocks main at P(main) >= T: the precision knob measured on a user's own labelled pages.
+
 ``--train-only PATH`` adds labelled pages every fold model trains on that are never held out
 or scored (``../shared/data/extraction-weak``, whose gold is another extractor's output).
 
@@ -34,7 +37,8 @@ import json
 from pathlib import Path
 
 from pulpie_spark.classify.blockmodel.recipe import add_recipe_arguments, recipe_config
-from pulpie_spark.cli import SparkJob, run_job
+from pulpie_spark.classify.base import MAIN_THRESHOLD
+from pulpie_spark.cli import SparkJob, main_threshold_arg, run_job
 from pulpie_spark.render.fallback import DEFAULT_FALLBACK, FALLBACKS
 
 
@@ -54,6 +58,9 @@ class EvaluateJob(SparkJob):
         parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
         parser.add_argument("--fallback", choices=list(FALLBACKS), default=DEFAULT_FALLBACK,
                             help="Extractor fallback for pages where the model finds no content")
+        parser.add_argument("--main-threshold", type=main_threshold_arg, default=MAIN_THRESHOLD,
+                            help="P(main) at or above which a block is main (the model's, and with "
+                                 "--protocol loso every fold model's): the precision knob of jobs/extract.py")
         parser.add_argument("--compare", choices=["auto", "text", "markdown"], default="auto",
                             help="model output compared with the reference (auto: markdown for JSONL)")
         loso = parser.add_argument_group("loso", "leave-one-source-out (--protocol loso)")
@@ -93,10 +100,11 @@ class EvaluateJob(SparkJob):
         if compare == "auto":
             compare = "markdown" if str(args.input).endswith((".jsonl", ".json")) else "text"
         results = run_extractors(table, model=args.model, output=compare, workers=args.workers,
-                                 threads=args.threads, fallback=args.fallback)
+                                 threads=args.threads, fallback=args.fallback, main_threshold=args.main_threshold)
         scores = score(results)
         print(f"model={args.model} input={args.input} split={args.split} pages={len(table)} "
-              f"compare={compare} workers={args.workers} fallback={args.fallback}")
+              f"compare={compare} workers={args.workers} fallback={args.fallback} "
+              f"main_threshold={args.main_threshold}")
         print(format_table(scores))
         if args.output:
             out = Path(args.output)
@@ -114,6 +122,7 @@ class EvaluateJob(SparkJob):
         train_config = recipe_config(args, threads=args.threads)
         sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
         options = dict(min_fold_pages=args.min_fold_pages, workers=args.workers, fallback=args.fallback,
+                       main_threshold=args.main_threshold,
                        features_cache=args.features_cache, reuse_cache=args.reuse_cache, sources=sources,
                        limit_per_source=args.limit_per_source, keep_models=args.keep_models,
                        reference_model=args.reference_model,
@@ -133,7 +142,8 @@ class EvaluateJob(SparkJob):
         print(f"protocol=loso input={args.input} pages={s['pages']} (of {s['input_pages']}, "
               f"{s['duplicates_dropped']} near-duplicates dropped) folds={len(s['folds'])} "
               f"epochs={args.epochs} max_pages_per_source={args.max_pages_per_source} "
-              f"fallback={args.fallback} workers={args.workers} wall={s['wall_seconds']:.0f}s")
+              f"fallback={args.fallback} main_threshold={args.main_threshold} workers={args.workers} "
+              f"wall={s['wall_seconds']:.0f}s")
         for fold, members in s["folds"].items():
             print(f"  fold {fold}: {', '.join(members)}")
         print(result["markdown"])

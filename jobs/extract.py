@@ -13,23 +13,13 @@ from __future__ import annotations
 
 import json
 
-from pulpie_spark.cli import SparkJob, run_job
-from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold
+from pulpie_spark.classify.base import MAIN_THRESHOLD
+from pulpie_spark.cli import SparkJob, main_threshold_arg, run_job
 from pulpie_spark.render.fallback import DEFAULT_FALLBACK, FALLBACKS
 from pulpie_spark.resources import SAMPLE_WARC
 
 # GPUs per classify task, from a preset (conf/*-gpu.conf) when --gpu-amount is not given.
 GPU_AMOUNT_CONF = "spark.pulpie.classify.gpuAmount"
-
-
-def _main_threshold(value: str) -> float:
-    """argparse type: a usage error, not a stack trace, for a threshold outside (0, 1)."""
-    import argparse
-
-    try:
-        return validate_main_threshold(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class ExtractJob(SparkJob):
@@ -45,7 +35,7 @@ class ExtractJob(SparkJob):
                             help="'default' (embedded), orange-small|base|large, a Hub id or a checkpoint dir")
         parser.add_argument("--fallback", choices=list(FALLBACKS), default=DEFAULT_FALLBACK,
                             help="extractor for pages the model cannot serve (no blocks, an error, empty output)")
-        parser.add_argument("--main-threshold", type=_main_threshold, default=MAIN_THRESHOLD,
+        parser.add_argument("--main-threshold", type=main_threshold_arg, default=MAIN_THRESHOLD,
                             help="P(main) at or above which a block is main: higher for precision, lower "
                                  "for recall (docs/model-card.md, 'Precision or recall')")
         parser.add_argument("--rejects", default=None, help="rejects table path (default <output>_rejects)")

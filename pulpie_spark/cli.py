@@ -24,6 +24,17 @@ from pulpie_spark.session import get_spark, read_properties
 log = logging.getLogger("pulpie_spark")
 
 
+def main_threshold_arg(value: str) -> float:
+    """argparse type of ``--main-threshold``: a usage error, not a stack trace, for a value
+    outside (0, 1)."""
+    from pulpie_spark.classify.base import validate_main_threshold
+
+    try:
+        return validate_main_threshold(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 class SparkJob:
     name: str = "pulpie-spark-job"
     description: str = ""

@@ -304,10 +304,21 @@ def call_with_deadline(fn: Callable[..., T], *args: Any, seconds: float | None, 
     return _call_with_watchdog(fn, args, kwargs, float(seconds))
 
 
+# An interrupt raised while the garbage collector runs a finalizer (a __del__ or weakref
+# callback: py4j's JavaObject has one) inside the guarded call is printed and dropped by
+# Python ("Exception ignored in ..."), and the call would run on unbounded: the alarm fires
+# again after this long until an interrupt reaches the call's own frames.
+_REDELIVER_SECONDS = 0.01
+
+
 def _call_with_signal(fn, args, kwargs, seconds: float):
     token = object()
+    state = {"cleanup": False}
 
     def on_alarm(signum, frame):
+        if state["cleanup"]:    # the call is over; our finally block is restoring the timer
+            return
+        signal.setitimer(signal.ITIMER_REAL, _REDELIVER_SECONDS)
         raise _Interrupt(token)
 
     outer_remaining, outer_interval = signal.getitimer(signal.ITIMER_REAL)
@@ -321,6 +332,7 @@ def _call_with_signal(fn, args, kwargs, seconds: float):
         try:
             return fn(*args, **kwargs)
         finally:
+            state["cleanup"] = True
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, outer_handler)
             if outer_remaining:

@@ -78,6 +78,35 @@ def test_broad_except_in_callee_does_not_swallow_deadline():
         call_with_deadline(spin_swallowing_exceptions, seconds=0.2)
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_interrupt_dropped_in_a_finalizer_is_delivered_again():
+    """The alarm fires while the garbage collector runs a finalizer inside the call (py4j's
+    JavaObject has one; the curate deadline test once lost its interrupt to it): Python drops
+    an exception raised there, so the alarm must fire again and stop the call."""
+    import gc
+
+    class SlowFinalizer:
+        def __del__(self):
+            end = time.monotonic() + 0.4     # the 0.1 s alarm fires in here
+            while time.monotonic() < end:
+                pass
+
+    def collect_then_spin():
+        gc.collect()
+        SlowFinalizer()                      # freed at once: its __del__ runs inside the call
+        end = time.monotonic() + 5
+        while time.monotonic() < end:        # without a second alarm this loop runs out
+            pass
+        return "ran past its deadline"
+
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded):
+        call_with_deadline(collect_then_spin, seconds=0.1)
+    assert time.monotonic() - started < 4
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+
+
 def test_callee_exception_passes_through_and_timer_is_cleared():
     def boom():
         raise ValueError("bad page")

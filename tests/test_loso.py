@@ -46,7 +46,8 @@ def test_loso_holds_each_source_out_and_tables_every_source(tmp_path, fake_sourc
     rc = _evaluate_job().main([
         "--protocol", "loso", "--input", str(folder), "--output", str(out), "--min-fold-pages", "2",
         "--epochs", "1", "--batch-pages", "2", "--hidden", "16", "--embed-dim", "8", "--buckets", "2048",
-        "--fallback", "none", "--reference-model", "default", "--label-ceiling"])
+        "--fallback", "none", "--reference-model", "default", "--label-ceiling", "--main-threshold", "0.6",
+        "--keep-models"])
     assert rc == 0
     printed = capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
@@ -98,6 +99,15 @@ def test_loso_holds_each_source_out_and_tables_every_source(tmp_path, fake_sourc
     assert set(conventions["source"]) == {"alpha", "beta", "gamma", "tiny"}
     assert conventions["main_share"].between(0, 1).all() and (conventions["blocks"] > 0).all()
     assert "p" in set(conventions["tag"])
+    # --main-threshold reaches every fold model: each page's text is its kept fold model's at 0.6
+    from pulpie_spark.extractor import Extractor
+
+    assert summary["main_threshold"] == 0.6
+    html = dict(zip(table["source"] + "/" + table["page_id"], table["html"]))
+    for fold, part in pages.groupby("fold"):
+        extractor = Extractor(str(out / "models" / fold), fallback="none", main_threshold=0.6)
+        for key, text in zip(part["source"] + "/" + part["page_id"], part["model_text"]):
+            assert extractor.extract(html[key]).text == text
     for group in ("alpha", "beta", "small-sources", "gamma", "tiny"):
         assert f"| {group} |" in markdown and f"| {group} |" in printed
 

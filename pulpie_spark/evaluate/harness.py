@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
+from pulpie_spark.classify.base import MAIN_THRESHOLD
 from pulpie_spark.evaluate.metrics import rouge_n_f1, shingle_scores, shingle_tp_fp_fn
 
 log = logging.getLogger("pulpie_spark.evaluate")
@@ -136,11 +137,11 @@ class ModelRunner:
     a directory written by jobs/train.py (a candidate default model) among them."""
 
     def __init__(self, model: str = "default", output: str = "text", device: str | None = None,
-                 fallback: str = "none"):
+                 fallback: str = "none", main_threshold: float = MAIN_THRESHOLD):
         from pulpie_spark.extractor import Extractor
 
         self.output = output
-        self.extractor = Extractor(model=model, device=device, fallback=fallback)
+        self.extractor = Extractor(model=model, device=device, fallback=fallback, main_threshold=main_threshold)
 
     def __call__(self, html) -> str:
         result = self.extractor.extract(html)
@@ -150,11 +151,13 @@ class ModelRunner:
 _WORKER: dict = {}
 
 
-def _init_worker(model: str | None, output: str, threads: int, fallback: str = "none") -> None:
+def _init_worker(model: str | None, output: str, threads: int, fallback: str = "none",
+                 main_threshold: float = MAIN_THRESHOLD) -> None:
     import torch
 
     torch.set_num_threads(threads)
-    _WORKER["model"] = ModelRunner(model, output, fallback=fallback) if model else None
+    _WORKER["model"] = (ModelRunner(model, output, fallback=fallback, main_threshold=main_threshold)
+                        if model else None)
 
 
 def _run_page(args) -> dict:
@@ -179,15 +182,18 @@ def _run_page(args) -> dict:
 
 
 def run_extractors(table: pd.DataFrame, model: str | None = "default", output: str = "text",
-                   workers: int = 1, threads: int = 1, fallback: str = "none") -> pd.DataFrame:
-    """Extract every page with the model (via Extractor) and trafilatura; one row per page."""
+                   workers: int = 1, threads: int = 1, fallback: str = "none",
+                   main_threshold: float = MAIN_THRESHOLD) -> pd.DataFrame:
+    """Extract every page with the model (via Extractor, blocks main at P(main) >= ``main_threshold``)
+    and trafilatura; one row per page."""
     tasks = list(enumerate(table["html"].tolist()))
+    initargs = (model, output, threads, fallback, main_threshold)
     if workers <= 1:
-        _init_worker(model, output, threads, fallback)
+        _init_worker(*initargs)
         rows = [_run_page(t) for t in tasks]
     else:
         ctx = mp.get_context("spawn")
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(model, output, threads, fallback)) as pool:
+        with ctx.Pool(workers, initializer=_init_worker, initargs=initargs) as pool:
             rows = pool.map(_run_page, tasks, chunksize=4)
     results = pd.DataFrame(rows).sort_values("idx").reset_index(drop=True)
     return pd.concat([table.drop(columns=["html"]).reset_index(drop=True), results.drop(columns=["idx"])],

@@ -51,6 +51,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from pulpie_spark.classify.base import MAIN_THRESHOLD
 from pulpie_spark.evaluate.harness import (BASELINES, RESILIPARSE, TRAFILATURA, add_page_metrics,
                                           render_training_labels, score)
 
@@ -222,16 +223,17 @@ _REFERENCE: dict = {}
 
 
 def _baselines_chunk(payload) -> list[dict]:
-    pages, reference_model, fallback, golds = payload
+    pages, reference_model, fallback, main_threshold, golds = payload
     runners = dict(BASELINES)
     if reference_model:
-        if _REFERENCE.get("name") != reference_model:
+        if _REFERENCE.get("key") != (reference_model, fallback, main_threshold):
             import torch
 
             torch.set_num_threads(1)
             from pulpie_spark.evaluate.harness import ModelRunner
 
-            _REFERENCE.update(name=reference_model, runner=ModelRunner(reference_model, fallback=fallback))
+            _REFERENCE.update(key=(reference_model, fallback, main_threshold),
+                              runner=ModelRunner(reference_model, fallback=fallback, main_threshold=main_threshold))
         runners[REFERENCE] = _REFERENCE["runner"]
     rows = []
     for idx, html in pages:
@@ -272,7 +274,7 @@ def _run_fold(task: dict) -> dict:
     cpu = time.process_time()
     _, report, train_rows, dev_rows = train_from_cache(cache, cfg, output_dir=task["model_dir"])
     train_cpu = time.process_time() - cpu
-    runner = ModelRunner(task["model_dir"], fallback=task["fallback"])
+    runner = ModelRunner(task["model_dir"], fallback=task["fallback"], main_threshold=task["main_threshold"])
     rows = []
     for idx, html in task["pages"]:
         text, seconds, error = _time_call(runner, html)
@@ -295,6 +297,7 @@ def _dispatch(task):
 
 def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_config: dict,
              min_fold_pages: int = 100, workers: int = 1, fallback: str = "trafilatura",
+             main_threshold: float = MAIN_THRESHOLD,
              features_cache: str | os.PathLike | None = None, reuse_cache: bool = False,
              sources: Sequence[str] | None = None, limit_per_source: int | None = None,
              keep_models: bool = False, min_recall: float = 0.7, reference_model: str | None = None,
@@ -303,6 +306,8 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     """Run the protocol; write pages.parquet, scores.csv, folds.json, loso.md under ``output``.
 
     ``train_config``: TrainConfig fields plus ``model`` (BlockModelConfig fields).
+    ``main_threshold``: P(main) at or above which a block is main, for the fold models and the
+    reference model alike (``Extractor(main_threshold=)``).
     ``train_sources``: fold models train on these sources only (minus the held-out fold;
     every source is still scored), to measure a recipe whose data is a subset.
     ``label_ceiling``: score the training labels rendered too (extractor ``labels``) and
@@ -367,12 +372,14 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
         idx = table.index[table["fold"] == fold]
         tasks.append(("fold", {"fold": fold, "cache_path": str(fold_cache), "train_config": train_config,
                                "model_dir": str(models_dir / fold), "fallback": fallback,
+                               "main_threshold": main_threshold,
                                "train_sources": sorted(train_sources) if train_sources else None,
                                "pages": [(int(i), table.at[i, "html"]) for i in idx]}))
     for s in range(0, len(table), 50):
         chunk = table.index[s:s + 50]
         golds = {int(i): table.at[i, "gold_text"] for i in chunk} if label_ceiling else None
-        tasks.append(("baselines", ([(int(i), table.at[i, "html"]) for i in chunk], reference_model, fallback, golds)))
+        tasks.append(("baselines", ([(int(i), table.at[i, "html"]) for i in chunk], reference_model, fallback,
+                                    main_threshold, golds)))
     if workers <= 1:
         results = [_dispatch(t) for t in tasks]
     else:
@@ -404,7 +411,8 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     summary["reference_model"] = reference_model
     summary.update({"input_pages": n_input, "duplicates_dropped": len(dropped), "pages": len(pages),
                     "folds": {f: sorted(s for s, v in fold_of.items() if v == f) for f in folds},
-                    "train_config": train_config, "fallback": fallback, "workers": workers,
+                    "train_config": train_config, "fallback": fallback, "main_threshold": main_threshold,
+                    "workers": workers,
                     "train_sources": sorted(train_sources) if train_sources else "all",
                     "train_only_pages": {s: int(n) for s, n in train_only_table["source"].value_counts().sort_index().items()},
                     "wall_seconds": round(time.perf_counter() - started, 1)})
