@@ -260,3 +260,31 @@ def test_conv_kernel_matrix_is_reused_only_while_the_weights_are_unchanged():
     conv.load_state_dict({"weight": torch.zeros_like(conv.weight), "bias": torch.zeros_like(conv.bias)})
     with torch.inference_mode():
         assert torch.count_nonzero(_conv_over_blocks(h, conv)) == 0
+
+
+def test_pages_are_classified_in_groups_under_a_padded_block_budget(monkeypatch):
+    """Pages of mixed sizes: each model call stays within ``batch_blocks`` padded blocks (a
+    longer page alone), every page comes back in the order given, and each scores as it
+    does alone (padding must not leak into a real block)."""
+    classifier = load_default()
+    classifier.batch_blocks = 40
+    pages = [BLOCKS[:1], BLOCKS * 8, BLOCKS[:3], BLOCKS * 12, BLOCKS[1:4] * 2, BLOCKS * 8, BLOCKS[2:3]]
+    paths = [PATHS[:1], PATHS * 8, PATHS[:3], PATHS * 12, PATHS[1:4] * 2, PATHS * 8, PATHS[2:3]]
+    calls = []
+    forward = classifier.model.forward
+
+    def counting_forward(token_ids, numeric, lengths, groups=None):
+        calls.append(tuple(token_ids.shape[:2]))
+        return forward(token_ids, numeric, lengths, groups)
+
+    monkeypatch.setattr(classifier.model, "forward", counting_forward)
+    batched = classifier.predict_proba(pages, paths)
+    assert [len(p) for p in batched] == [len(p) for p in pages]
+    assert sum(rows for rows, _ in calls) == len(pages)
+    assert all(rows * t <= 40 or rows == 1 for rows, t in calls)
+    assert (1, 60) in calls and len(calls) < len(pages)     # the 60-block page alone; small ones share
+    calls.clear()
+    for page, page_paths, probs in zip(pages, paths, batched):
+        alone = classifier.predict_proba([page], [page_paths])[0]
+        assert np.allclose(alone, probs, atol=1e-6)
+    assert len(calls) == len(pages)

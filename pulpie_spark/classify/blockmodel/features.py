@@ -467,6 +467,17 @@ def _word_starts(flags: np.ndarray, at_start: np.ndarray, version: int) -> tuple
     return word, starts
 
 
+def _text_sums(masks: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Per row of ``masks`` [rows, total + 1] (0/1 per code point of the joined texts, the
+    last column 0) and per text, the row's sum over that text's code points -> int64
+    [rows, n]. One ``reduceat`` at the texts' starts (the texts are contiguous) instead
+    of a cumulative sum over every code point; an empty text, where ``reduceat`` gives
+    the next code point's value, is set to 0."""
+    counts = np.add.reduceat(masks, starts, axis=1, dtype=np.int64)
+    counts[:, lengths == 0] = 0
+    return counts
+
+
 def _word_counts(lowered: Sequence[str], version: int = FEATURE_VERSION) -> tuple[np.ndarray, np.ndarray]:
     """Per text: number of words and of word characters, where the words are the matches
     of the version's word regex (``_word_starts``) in the lowercased text."""
@@ -474,10 +485,10 @@ def _word_counts(lowered: Sequence[str], version: int = FEATURE_VERSION) -> tupl
     at_start = np.zeros(len(code_points), dtype=bool)
     at_start[starts[lengths > 0]] = True
     word, run_start = _word_starts(_flags_of(code_points), at_start, version)
-    cumulative = np.zeros((2, len(code_points) + 1), dtype=np.int64)   # column 0 stays 0
-    cumulative[0, 1:] = np.cumsum(run_start)
-    cumulative[1, 1:] = np.cumsum(word)
-    counts = cumulative[:, ends] - cumulative[:, starts]
+    masks = np.zeros((2, len(code_points) + 1), dtype=np.uint8)   # the last column stays 0
+    masks[0, :-1] = run_start
+    masks[1, :-1] = word
+    counts = _text_sums(masks, starts, lengths)
     return counts[0], counts[1]
 
 
@@ -540,27 +551,26 @@ def _char_counts(texts: Sequence[str], lowered: Sequence[str],
     if v2:
         names.append("cased_words")
     n_rows = len(names)
-    masks = np.zeros((n_rows + 2 if keeps_words else n_rows, total + 1), dtype=np.int32)   # column 0 stays 0
-    masks[0, 1:] = (flags & _F_DIGIT) != 0
-    masks[1, 1:] = (flags & _F_UPPER) != 0
-    masks[2, 1:] = (flags & _F_ALPHA) != 0
+    masks = np.zeros((n_rows + 2 if keeps_words else n_rows, total + 1), dtype=np.uint8)   # the last column stays 0
+    masks[0, :total] = (flags & _F_DIGIT) != 0
+    masks[1, :total] = (flags & _F_UPPER) != 0
+    masks[2, :total] = (flags & _F_ALPHA) != 0
     if v2:
-        masks[3, 1:] = (flags & _F_PUNCT2) != 0
-        masks[5, 1:] = ((flags & _F_CAP2) != 0) & word_start
-        masks[6, 1:] = (((flags & _F_SENTENCE_SPACED2) != 0) & (at_end | before_space)
+        masks[3, :total] = (flags & _F_PUNCT2) != 0
+        masks[5, :total] = ((flags & _F_CAP2) != 0) & word_start
+        masks[6, :total] = (((flags & _F_SENTENCE_SPACED2) != 0) & (at_end | before_space)
                         | ((flags & _F_SENTENCE_ANY2) != 0))
-        masks[7, 1:] = ((flags & _F_CASED) != 0) & word_start
+        masks[7, :total] = ((flags & _F_CASED) != 0) & word_start
     else:
-        masks[3, 1:] = (flags & _F_PUNCT) != 0
-        masks[5, 1:] = ((flags & _F_CAP) != 0) & word_start
-        masks[6, 1:] = ((flags & _F_SENTENCE) != 0) & (at_end | (before_space & ~at_end))
-    masks[4, 1:] = (flags & _F_PIPE) != 0
+        masks[3, :total] = (flags & _F_PUNCT) != 0
+        masks[5, :total] = ((flags & _F_CAP) != 0) & word_start
+        masks[6, :total] = ((flags & _F_SENTENCE) != 0) & (at_end | (before_space & ~at_end))
+    masks[4, :total] = (flags & _F_PIPE) != 0
     if keeps_words:
         word, run_start = _word_starts(flags, at_start, version)
-        masks[n_rows, 1:] = run_start
-        masks[n_rows + 1, 1:] = word
-    cumulative = np.cumsum(masks, axis=1)
-    counts = cumulative[:, ends] - cumulative[:, starts]
+        masks[n_rows, :total] = run_start
+        masks[n_rows + 1, :total] = word
+    counts = _text_sums(masks, starts, lengths)
     out = dict(zip(names, counts))
     out["words"], out["word_chars"] = ((counts[n_rows], counts[n_rows + 1]) if keeps_words
                                        else _word_counts(lowered, version))

@@ -31,6 +31,7 @@ from torch import nn
 from pulpie_spark.classify.blockmodel.containers import container_groups
 from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, FEATURE_VERSIONS, MAX_TOKENS, N_NUMERIC,
                                                       n_numeric, page_features)
+from pulpie_spark.classify.inference import plan_batches
 
 # The shipped model's name in output tables (model_id). v4: v3's recipe on feature version 3
 # (landmarks.py); v3: container pooling and token dropout on feature version 2 (v2: feature
@@ -309,14 +310,28 @@ def load_model(directory: str | os.PathLike, device: str | None = None) -> Block
     return model.to(device or "cpu")
 
 
+# Padded blocks per model call on CPU. Pages are grouped longest first under this budget
+# (inference.plan_batches): one call per page pays PyTorch's per-operator overhead for every
+# page, while a fixed number of pages per call (16, before) pads short pages to the longest
+# of the group (a 1,000-block page made 15 pages of 100 blocks cost 10x). Model CPU time per
+# page over 445 pages of 13 sources (benchmarks/extract_batch_speed.py, docs/BENCHMARKS.md):
+# one page a call 3.62 ms; 512 blocks 2.41, 1,024 blocks 2.19, 2,048 blocks 2.23, 4,096 2.26.
+CPU_BATCH_BLOCKS = 1024
+# On an accelerator (not measured: no session has had a GPU yet) calls are kept large, since
+# each kernel launch costs more than on CPU; memory bounds them (a few KB a block).
+ACCELERATOR_BATCH_BLOCKS = 32768
+
+
 class DefaultBlockClassifier:
     """BlockClassifier over BlockSequenceModel (pages of block HTML + optional paths)."""
 
-    def __init__(self, model: BlockSequenceModel, device: str | None = None, batch_pages: int = 16):
+    def __init__(self, model: BlockSequenceModel, device: str | None = None, batch_blocks: int | None = None):
         self.model = model
         self.device = device or "cpu"
         self.model_id = model.config.model_id
-        self.batch_pages = batch_pages
+        if batch_blocks is None:
+            batch_blocks = CPU_BATCH_BLOCKS if str(self.device) == "cpu" else ACCELERATOR_BATCH_BLOCKS
+        self.batch_blocks = batch_blocks
 
     def features(self, pages, paths=None):
         """Per page (ids, numeric), plus container group ids when the model pools them."""
@@ -334,16 +349,18 @@ class DefaultBlockClassifier:
         return out
 
     def predict_proba_features(self, feats: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-        out: list[np.ndarray] = []
+        """P(main) per block of each page, in the order given; pages are run in groups of at
+        most ``batch_blocks`` padded blocks (a longer page alone)."""
+        out: list[np.ndarray | None] = [None] * len(feats)
         with torch.inference_mode():
-            for start in range(0, len(feats), self.batch_pages):
-                chunk = feats[start:start + self.batch_pages]
+            for batch in plan_batches([len(f[0]) for f in feats], self.batch_blocks):
+                chunk = [feats[i] for i in batch]
                 ids, num, lengths, _ = collate(chunk)
                 groups = batch_groups(self.model, [f[2] if len(f) > 2 else None for f in chunk], ids.shape[1])
                 logits = self.model(ids.to(self.device), num.to(self.device), lengths, groups)
                 probs = torch.softmax(logits.float(), dim=-1)[..., 1].cpu().numpy()
-                for i, feature in enumerate(chunk):
-                    out.append(probs[i, :len(feature[0])].astype(np.float32))
+                for row, i in enumerate(batch):
+                    out[i] = probs[row, :len(feats[i][0])].astype(np.float32)
         return out
 
     def predict_proba(self, pages: Sequence[Sequence[str]],
