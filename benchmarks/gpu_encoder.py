@@ -9,7 +9,9 @@ What runs:
   mix; ``--save-pages DIR`` writes exactly those pages to ``DIR/pages.parquet`` and exits
   (copy that folder to a GPU machine and pass it as ``--data``);
 - segmentation: ``pulpie_spark.segment.simplify`` on ``--workers`` CPU processes (producer);
-- tokenization + chunk packing: a thread (the Rust tokenizer releases the GIL);
+- tokenization + chunk packing: in the same worker processes, each holding the model's
+  tokenizer (``--tokenize-in workers``, default), or in a thread of the model's process
+  (``--tokenize-in thread``: on the H200 that thread's GIL and cores halved the GPU's rate);
 - model: EuroBERT token classifier with EuroBERT-210m's shape (hidden 768, 12 layers, 12
   heads, intermediate 3072, vocab 128256: Pulpie Small's shape) and random weights, saved
   as safetensors and loaded through ``pulpie_spark.classify.hf.load_hf_classifier`` (bf16 on
@@ -85,6 +87,26 @@ def segment(html: bytes) -> tuple[list[str], float, str | None]:
     start = time.perf_counter()
     page = simplify(html)
     return list(page.blocks), time.perf_counter() - start, page.error
+
+
+_BLOCK_TOKENIZER = None   # per worker process (--tokenize-in workers)
+
+
+def init_chunker(model_dir: str, max_tokens: int) -> None:
+    """Worker initializer: the model's tokenizer, without the model."""
+    global _BLOCK_TOKENIZER
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"   # one core per worker process
+    from pulpie_spark.classify.hf import load_block_tokenizer
+
+    _BLOCK_TOKENIZER = load_block_tokenizer(model_dir, max_tokens=max_tokens)
+
+
+def segment_and_chunk(html: bytes):
+    """Worker process: one page -> (block count, its chunks, simplify s, tokenize s, error)."""
+    blocks, seconds, error = segment(html)
+    start = time.perf_counter()
+    chunks = _BLOCK_TOKENIZER.chunk_page(blocks) if blocks else []
+    return len(blocks), chunks, seconds, time.perf_counter() - start, error
 
 
 # ----------------------------------------------------------------------------- model
@@ -170,26 +192,53 @@ class GpuSampler:
 
 
 # ---------------------------------------------------------------------------- pipeline
-def run_pipeline(clf, pages: list[bytes], workers: int, pages_per_call: int, pool) -> dict:
-    """Segment (processes) -> tokenize + pack (thread) -> model (main thread), overlapped."""
-    from pulpie_spark.classify.inference import chunk_main_probs, scatter_page_probs
+def run_pipeline(clf, pages: list[bytes], workers: int, pages_per_call: int, pool,
+                 chunk_pool=None) -> dict:
+    """Segment (processes) -> tokenize + pack -> model (main thread), overlapped.
+
+    Tokenizing runs in the segmentation processes when ``chunk_pool`` is given (their
+    initializer loaded the tokenizer), else in a thread of this process.
+    """
+    from pulpie_spark.classify.inference import scatter_page_probs
 
     packed: queue.Queue = queue.Queue(maxsize=3)
     stats = {"segment_s": 0.0, "segment_errors": 0, "blocks": 0, "tokenize_s": 0.0}
 
+    def thread_producer() -> None:
+        group: list[list[str]] = []
+        for blocks, seconds, error in pool.imap(segment, pages, chunksize=4):
+            stats["segment_s"] += seconds
+            stats["segment_errors"] += error is not None
+            stats["blocks"] += len(blocks)
+            group.append(blocks)
+            if len(group) == pages_per_call:
+                packed.put(_pack(clf, group, stats))
+                group = []
+        if group:
+            packed.put(_pack(clf, group, stats))
+
+    def worker_producer() -> None:
+        sizes: list[int] = []
+        chunks: list = []
+        chunk_pages: list[int] = []
+        for n_blocks, page_chunks, seconds, tokenize_s, error in chunk_pool.imap(
+                segment_and_chunk, pages, chunksize=4):
+            stats["segment_s"] += seconds
+            stats["tokenize_s"] += tokenize_s
+            stats["segment_errors"] += error is not None
+            stats["blocks"] += n_blocks
+            chunks.extend(page_chunks)
+            chunk_pages.extend([len(sizes)] * len(page_chunks))
+            sizes.append(n_blocks)
+            if len(sizes) == pages_per_call:
+                packed.put((sizes, chunks, chunk_pages))
+                sizes, chunks, chunk_pages = [], [], []
+        if sizes:
+            packed.put((sizes, chunks, chunk_pages))
+
     def producer() -> None:
         try:
-            group: list[list[str]] = []
-            for blocks, seconds, error in pool.imap(segment, pages, chunksize=4):
-                stats["segment_s"] += seconds
-                stats["segment_errors"] += error is not None
-                stats["blocks"] += len(blocks)
-                group.append(blocks)
-                if len(group) == pages_per_call:
-                    packed.put(_pack(clf, group, stats))
-                    group = []
-            if group:
-                packed.put(_pack(clf, group, stats))
+            (worker_producer if chunk_pool is not None else thread_producer)()
         finally:
             packed.put(None)
 
@@ -203,13 +252,11 @@ def run_pipeline(clf, pages: list[bytes], workers: int, pages_per_call: int, poo
         item = packed.get()
         if item is None:
             break
-        group, chunks, chunk_pages = item
+        sizes, chunks, chunk_pages = item
         t0 = time.perf_counter()
-        probs = chunk_main_probs(clf.model, chunks, batch_tokens=clf.batch_tokens, pad_id=clf.pad_id,
-                                 device=clf.device, main_index=clf.main_index,
-                                 pad_multiple=clf.pad_multiple, packed=clf.packed)
+        probs = clf.chunk_probs(chunks)
         model_s += time.perf_counter() - t0
-        results.extend(scatter_page_probs([len(g) for g in group], chunk_pages, chunks, probs))
+        results.extend(scatter_page_probs(sizes, chunk_pages, chunks, probs))
         real_tokens += sum(len(c) for c in chunks)
         padded_tokens += _padded(chunks, clf)
         n_chunks += len(chunks)
@@ -225,7 +272,7 @@ def _pack(clf, group, stats):
     t0 = time.perf_counter()
     chunks, chunk_pages = clf.chunk_pages(group)
     stats["tokenize_s"] += time.perf_counter() - t0
-    return group, chunks, chunk_pages
+    return [len(g) for g in group], chunks, chunk_pages
 
 
 def transformers_version() -> str:
@@ -322,6 +369,9 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-tokens", type=int, default=None, help="tokens per forward (padding included)")
     parser.add_argument("--attention", choices=("auto", "packed", "padded"), default="auto",
                         help="packed (unpadded, varlen) or padded SDPA batches (auto: packed on CUDA)")
+    parser.add_argument("--tokenize-in", choices=("workers", "thread"), default="workers",
+                        help="tokenize + pack in the segmentation processes (default) or in a thread "
+                             "of the model's process")
     parser.add_argument("--max-tokens", type=int, default=None,
                         help="chunk length (default 8192; 256 with --tiny: CPU attention is quadratic)")
     parser.add_argument("--vocab", type=int, default=None, help="BPE vocab (default 50000; 2000 with --tiny)")
@@ -358,6 +408,7 @@ def main(argv=None) -> int:
 
     device = pick_device(args.device)
     work = Path(tempfile.mkdtemp(prefix="pulpie-gpu-bench-"))
+    chunk_pool = None
     try:
         # Tokenizer training data: the blocks of the first pages (what the model reads).
         sample = [b for blocks, _, _ in pool.imap(segment, pages[: min(200, n_pages)], chunksize=4)
@@ -377,11 +428,15 @@ def main(argv=None) -> int:
         _sync(device)
         setup_s = time.perf_counter() - t_setup
 
+        if args.tokenize_in == "workers":
+            chunk_pool = mp.get_context("spawn").Pool(args.workers, initializer=init_chunker,
+                                                      initargs=(str(work), args.max_tokens))
+            chunk_pool.map(time.sleep, [0.0] * args.workers)   # workers up before the clock starts
         log("model loaded and warm")
         sampler = GpuSampler(device)
         if device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()
-        run = run_pipeline(clf, pages, args.workers, args.pages_per_call, pool)
+        run = run_pipeline(clf, pages, args.workers, args.pages_per_call, pool, chunk_pool)
         _sync(device)
         time.sleep(0.3)
         sampler.stop()
@@ -399,6 +454,8 @@ def main(argv=None) -> int:
         sweep = sweep_budgets(clf, anchor_blocks)
     finally:
         pool.terminate()
+        if chunk_pool is not None:
+            chunk_pool.terminate()
         shutil.rmtree(work, ignore_errors=True)
 
     pages_per_s = n_pages / run["wall_s"]
@@ -411,6 +468,7 @@ def main(argv=None) -> int:
         and varlen_kernel_works(torch.device(device), clf.model.dtype),
         "torch": torch.__version__, "transformers": transformers_version(),
         "params": n_params, "tiny": args.tiny, "pages": n_pages, "workers": args.workers,
+        "tokenize_in": args.tokenize_in,
         "batch_tokens": clf.batch_tokens, "max_tokens": args.max_tokens,
         "pages_per_s": round(pages_per_s, 2),
         "wall_s": round(run["wall_s"], 2), "model_s": round(run["model_s"], 2),

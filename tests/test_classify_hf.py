@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 from helpers_models import MARKER, WORDS, build_tokenizer, save_tiny_classifier  # noqa: E402
 from pulpie_spark.classify.chunker import SEP_TOKEN  # noqa: E402
 from pulpie_spark.classify import ModelLoadError, load_classifier, resolve_model_name  # noqa: E402
-from pulpie_spark.classify.hf import load_hf_classifier, restore_rotary_buffers  # noqa: E402
+from pulpie_spark.classify.hf import load_block_tokenizer, load_hf_classifier, restore_rotary_buffers  # noqa: E402
+from pulpie_spark.classify.inference import scatter_page_probs  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +162,25 @@ def test_rigged_labels_land_on_their_blocks(rigged_dir, max_tokens, batch_tokens
     chunks, _ = clf.chunk_pages(pages)
     if max_tokens < 20:
         assert len(chunks) > len([p for p in pages if p])   # pages really span chunks
+
+
+def test_chunks_from_a_tokenizer_alone_give_the_classifiers_probabilities(rigged_dir, tmp_path):
+    # Worker processes tokenize with load_block_tokenizer and only the model process holds
+    # the model: same ids (<|sep|> added the same way when missing), same probabilities.
+    nosep = save_tiny_classifier(tmp_path / "nosep", with_sep=False, seed=3)
+    pages = _random_pages(seed=5, n_pages=12) + [[]]
+    for directory in (rigged_dir, nosep):
+        clf = load_hf_classifier(str(directory), device="cpu", max_tokens=12, batch_tokens=48)
+        alone = load_block_tokenizer(str(directory), max_tokens=12)
+        chunks, chunk_pages = alone.chunk_pages(pages)
+        assert alone.sep_id == clf.sep_id
+        assert [c.input_ids for c in chunks] == [c.input_ids for c in clf.chunk_pages(pages)[0]]
+        got = scatter_page_probs([len(p) for p in pages], chunk_pages, chunks, clf.chunk_probs(chunks))
+        for x, y in zip(got, clf.predict_proba(pages), strict=True):
+            assert x.tobytes() == y.tobytes()
+        assert len(chunks) > len(pages)   # pages span chunks at 12 tokens
+    with pytest.raises(ModelLoadError, match="tokenizer"):
+        load_block_tokenizer(str(tmp_path / "absent"))
 
 
 def test_batching_does_not_change_probabilities(rigged_dir, random_dir):

@@ -88,31 +88,21 @@ def restore_rotary_buffers(model) -> int:
     return fixed
 
 
-class HFBlockClassifier:
-    """A transformers token classifier that labels blocks at their ``<|sep|>`` tokens."""
+class BlockTokenizer:
+    """Blocks -> model chunks: each block tokenized alone, packed with ``<|sep|>`` (no model).
 
-    def __init__(self, model, tokenizer, *, model_id: str, device: str,
-                 max_tokens: int = DEFAULT_MAX_TOKENS, batch_tokens: int | None = None,
-                 packed: bool = False):
-        self.model = model
-        self.packed = packed   # the model was switched to packed attention (see load_hf_classifier)
+    Apart from :class:`HFBlockClassifier` so tokenizing can run where the model is not
+    (CPU worker processes feeding one GPU process: tokenizing in the model's process
+    halved its GPU's rate in benchmarks/gpu_encoder.py).
+    """
+
+    def __init__(self, tokenizer, *, max_tokens: int = DEFAULT_MAX_TOKENS):
         self.tokenizer = tokenizer
-        self.model_id = model_id
-        self.device = device
         self.max_tokens = max_tokens
-        kind = "cuda" if str(device).startswith("cuda") else "cpu"
-        self.batch_tokens = batch_tokens or max(DEFAULT_BATCH_TOKENS[kind], max_tokens)
-        self.pad_multiple = 8 if kind == "cuda" else 1   # tensor-core friendly shapes
         self.sep_id = tokenizer.convert_tokens_to_ids(SEP_TOKEN)
         self.bos_id = tokenizer.bos_token_id
         self.eos_id = tokenizer.eos_token_id
-        pad = tokenizer.pad_token_id
-        if pad is None:
-            pad = getattr(model.config, "pad_token_id", None)
-        self.pad_id = int(pad if pad is not None else (self.eos_id if self.eos_id is not None else 0))
-        self.main_index = _main_label_index(model.config)
 
-    # -- tokenization and packing -------------------------------------------------
     def tokenize_blocks(self, blocks: Sequence[str]) -> list[list[int]]:
         if not blocks:
             return []
@@ -147,15 +137,54 @@ class HFBlockClassifier:
                 chunk_pages.append(page_index)
         return chunks, chunk_pages
 
+
+class HFBlockClassifier:
+    """A transformers token classifier that labels blocks at their ``<|sep|>`` tokens."""
+
+    def __init__(self, model, tokenizer, *, model_id: str, device: str,
+                 max_tokens: int = DEFAULT_MAX_TOKENS, batch_tokens: int | None = None,
+                 packed: bool = False):
+        self.model = model
+        self.packed = packed   # the model was switched to packed attention (see load_hf_classifier)
+        self.tokenizer = tokenizer
+        self.block_tokenizer = BlockTokenizer(tokenizer, max_tokens=max_tokens)
+        self.model_id = model_id
+        self.device = device
+        self.max_tokens = max_tokens
+        kind = "cuda" if str(device).startswith("cuda") else "cpu"
+        self.batch_tokens = batch_tokens or max(DEFAULT_BATCH_TOKENS[kind], max_tokens)
+        self.pad_multiple = 8 if kind == "cuda" else 1   # tensor-core friendly shapes
+        self.sep_id = self.block_tokenizer.sep_id
+        self.eos_id = self.block_tokenizer.eos_id
+        pad = tokenizer.pad_token_id
+        if pad is None:
+            pad = getattr(model.config, "pad_token_id", None)
+        self.pad_id = int(pad if pad is not None else (self.eos_id if self.eos_id is not None else 0))
+        self.main_index = _main_label_index(model.config)
+
+    # -- tokenization and packing (BlockTokenizer's) ----------------------------------
+    def tokenize_blocks(self, blocks: Sequence[str]) -> list[list[int]]:
+        return self.block_tokenizer.tokenize_blocks(blocks)
+
+    def chunk_page(self, blocks: Sequence[str]) -> list[Chunk]:
+        return self.block_tokenizer.chunk_page(blocks)
+
+    def chunk_pages(self, pages: Sequence[Sequence[str]]) -> tuple[list[Chunk], list[int]]:
+        return self.block_tokenizer.chunk_pages(pages)
+
+    def chunk_probs(self, chunks: Sequence[Chunk]) -> list[np.ndarray]:
+        """P(main) at each chunk's seps, for chunks made by a :class:`BlockTokenizer`."""
+        return chunk_main_probs(self.model, chunks, batch_tokens=self.batch_tokens,
+                                pad_id=self.pad_id, device=self.device,
+                                main_index=self.main_index, pad_multiple=self.pad_multiple,
+                                packed=self.packed)
+
     # -- BlockClassifier ------------------------------------------------------------
     def predict_proba(self, pages: Sequence[Sequence[str]],
                       paths: Sequence[Sequence[str]] | None = None) -> list[np.ndarray]:
         pages = [list(p) if p is not None else [] for p in pages]
         chunks, chunk_pages = self.chunk_pages(pages)
-        chunk_probs = chunk_main_probs(self.model, chunks, batch_tokens=self.batch_tokens,
-                                       pad_id=self.pad_id, device=self.device,
-                                       main_index=self.main_index, pad_multiple=self.pad_multiple,
-                                       packed=self.packed)
+        chunk_probs = self.chunk_probs(chunks)
         return scatter_page_probs([len(p) for p in pages], chunk_pages, chunks, chunk_probs)
 
     def predict(self, pages, paths=None) -> list[list[int]]:
@@ -233,8 +262,7 @@ def load_hf_classifier(name_or_path: str, device: str | None = None, *, model_id
         raise ModelLoadError(f"{name_or_path!r} has no trained token-classification head "
                              f"(missing {', '.join(sorted(missing))}); it is a base encoder, not a block classifier")
 
-    if SEP_TOKEN not in tokenizer.get_vocab():
-        tokenizer.add_tokens([SEP_TOKEN], special_tokens=True)
+    _add_sep_token(tokenizer)
     embeddings = model.get_input_embeddings()
     if len(tokenizer) > embeddings.weight.shape[0]:
         _grow_embeddings(model, len(tokenizer))
@@ -246,6 +274,25 @@ def load_hf_classifier(name_or_path: str, device: str | None = None, *, model_id
     packed = (packed is None or packed) and enable_packed_attention(model)
     return HFBlockClassifier(model, tokenizer, model_id=model_id or name_or_path, device=device,
                              max_tokens=max_tokens, batch_tokens=batch_tokens, packed=packed)
+
+
+def load_block_tokenizer(name_or_path: str, *, max_tokens: int = DEFAULT_MAX_TOKENS,
+                         trust_remote_code: bool = False) -> BlockTokenizer:
+    """The tokenizer of a checkpoint as :func:`load_hf_classifier` sets it up, without the model
+    (for processes that only tokenize; ``<|sep|>`` added the same way, so ids agree)."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, trust_remote_code=trust_remote_code)
+    except Exception as exc:
+        raise ModelLoadError(f"cannot load the tokenizer of {name_or_path!r}: {type(exc).__name__}: {exc}") from exc
+    _add_sep_token(tokenizer)
+    return BlockTokenizer(tokenizer, max_tokens=max_tokens)
+
+
+def _add_sep_token(tokenizer) -> None:
+    if SEP_TOKEN not in tokenizer.get_vocab():
+        tokenizer.add_tokens([SEP_TOKEN], special_tokens=True)
 
 
 def _grow_embeddings(model, n_rows: int) -> None:
