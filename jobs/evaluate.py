@@ -80,6 +80,9 @@ class EvaluateJob(SparkJob):
                                "then seeds.md / seeds.csv (scores per seed, mean and spread)")
         loso.add_argument("--train-sources", default=None,
                           help="comma-separated sources the fold models train on (default: all but the fold)")
+        loso.add_argument("--page-gate", type=float, default=None, metavar="THRESHOLD",
+                          help="fit the page gate at this threshold (per fold on the others' pages; gated "
+                               "pages take the fallback's text and time) and write OUTPUT/page_gate.json")
         loso.add_argument("--train-only", default=None,
                           help="labelled Parquet file or folder every fold model also trains on, never held out "
                                "or scored (e.g. ../shared/data/extraction-weak)")
@@ -128,7 +131,7 @@ class EvaluateJob(SparkJob):
                        reference_model=args.reference_model,
                        train_sources=[s.strip() for s in args.train_sources.split(",")]
                        if args.train_sources else None, label_ceiling=args.label_ceiling,
-                       train_only=args.train_only)
+                       train_only=args.train_only, page_gate=args.page_gate)
         if args.seeds:
             from pulpie_spark.evaluate.loso import run_loso_seeds
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from pulpie_spark.classify.base import MAIN_THRESHOLD
-from pulpie_spark.cli import SparkJob, main_threshold_arg, run_job
+from pulpie_spark.cli import SparkJob, main_threshold_arg, run_job, unsure_threshold_arg
 from pulpie_spark.render.fallback import DEFAULT_FALLBACK, FALLBACKS
 from pulpie_spark.resources import SAMPLE_WARC
 
@@ -38,6 +38,9 @@ class ExtractJob(SparkJob):
         parser.add_argument("--main-threshold", type=main_threshold_arg, default=MAIN_THRESHOLD,
                             help="P(main) at or above which a block is main: higher for precision, lower "
                                  "for recall (docs/model-card.md, 'Precision or recall')")
+        parser.add_argument("--unsure-threshold", type=unsure_threshold_arg, default=None,
+                            help="'model' (default: the model's page gate, shipped with the default model), 'off', "
+                                 "or a gate score at or above which a page goes to the fallback (docs/model-card.md)")
         parser.add_argument("--rejects", default=None, help="rejects table path (default <output>_rejects)")
         parser.add_argument("--keep-main-html", action="store_true", help="also write main_html")
         parser.add_argument("--drop-html", action="store_true",
@@ -65,7 +68,7 @@ class ExtractJob(SparkJob):
                                  links=args.links,
                                  images=args.images, device=args.device, gpu_amount=gpu_amount,
                                  batch_tokens=args.batch_tokens, fallback=args.fallback,
-                                 main_threshold=args.main_threshold)
+                                 main_threshold=args.main_threshold, unsure_threshold=args.unsure_threshold)
         from pulpie_spark.memory import InputTooLarge
 
         try:

@@ -14,7 +14,7 @@ block of our segmentation). Optional ``split`` ("train"/"dev", else a stable has
    ``pyspark.ml.torch.distributor.TorchDistributor`` (``--num-processes``, ``--use-gpu``;
    ``--local-mode`` runs the processes on the driver).
 3. ``--output`` receives model.safetensors + config.json + training_report.json, the
-   layout of pulpie_spark/models/default/.
+   layout of pulpie_spark/models/default/ (plus page_gate.json with ``--page-gate``).
 
 Distillation: ``--teacher orange-small`` (any name for load_classifier) adds the
 teacher's P(main) per block; the loss becomes 0.7 x KL(teacher||student) at T=2 + 0.3 x CE.
@@ -49,6 +49,9 @@ class TrainJob(SparkJob):
         parser.add_argument("--limit", type=int, default=None, help="first N pages per input (smoke runs)")
         add_recipe_arguments(parser, epochs=20, max_pages_per_source=None)
         parser.add_argument("--threads", type=int, default=1, help="torch threads per training process")
+        parser.add_argument("--page-gate", default=None, metavar="PAGE_GATE_JSON",
+                            help="copy this page gate into --output (fitted by jobs/evaluate.py --protocol loso "
+                                 "--page-gate on the same recipe; docs/model-card.md)")
         parser.add_argument("--distributor", choices=["none", "torch"], default="none")
         parser.add_argument("--num-processes", type=int, default=1)
         parser.add_argument("--use-gpu", action="store_true")
@@ -102,6 +105,12 @@ class TrainJob(SparkJob):
                                      os.path.abspath(args.output), config_json, distill)
         else:
             report = train_entry(args.features_cache, args.output, config_json, distill)
+        if args.page_gate:
+            from pulpie_spark.classify.blockmodel.gate import PageGate
+
+            # Parsed first: a file of another feature list is refused here, not at load time.
+            gate = PageGate.from_dict(json.loads(Path(args.page_gate).read_text()))
+            report["page_gate"] = str(gate.save(args.output))
         print(json.dumps(report, indent=2, default=str))
         return 0
 

@@ -35,6 +35,20 @@ def main_threshold_arg(value: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def unsure_threshold_arg(value: str) -> float | None:
+    """argparse type of ``--unsure-threshold``: "model" (the model's page gate), "off", or a number >= 0."""
+    from pulpie_spark.classify.base import validate_unsure_threshold
+
+    if value.strip().lower() == "model":
+        return None
+    if value.strip().lower() == "off":
+        return float("inf")
+    try:
+        return validate_unsure_threshold(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 class SparkJob:
     name: str = "pulpie-spark-job"
     description: str = ""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold
+from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold, validate_unsure_threshold
 from pulpie_spark.render.fallback import DEFAULT_FALLBACK, validate_fallback
 
 
@@ -35,13 +35,16 @@ class Extraction:
 class Extractor:
     def __init__(self, model: str = "default", device: str | None = None, fallback: str = DEFAULT_FALLBACK,
                  links: bool = False, images: bool = False, *, main_threshold: float = MAIN_THRESHOLD,
-                 classifier=None, **model_kwargs):
+                 unsure_threshold: float | None = None, classifier=None, **model_kwargs):
         """``main_threshold``: P(main) at or above which a block is main (raise it for
-        precision, lower it for recall); ``classifier`` injects an already loaded
+        precision, lower it for recall); ``unsure_threshold``: page-gate score at or above
+        which a page goes to the fallback (None: the model's own, as shipped; a value above
+        1: never; the default model's gate is described in docs/model-card.md); ``classifier`` injects an already loaded
         BlockClassifier (shared between extractors); ``model_kwargs`` (max_tokens,
         batch_tokens, trust_remote_code, ...) go to the loader."""
         self.fallback = validate_fallback(fallback)
         self.main_threshold = validate_main_threshold(main_threshold)
+        self.unsure_threshold = validate_unsure_threshold(unsure_threshold)
         self.links = links
         self.images = images
         if classifier is None:
@@ -60,7 +63,8 @@ class Extractor:
         from pulpie_spark.page import extract_pages
 
         pages = extract_pages(list(htmls), self.classifier, fallback=self.fallback, links=self.links,
-                              images=self.images, main_threshold=self.main_threshold)
+                              images=self.images, main_threshold=self.main_threshold,
+                              unsure_threshold=self.unsure_threshold)
         return [Extraction(markdown=p["markdown"] or "", text=p["text"] or "", html=p["main_html"] or "",
                            labels=p["labels"], n_blocks=p["n_blocks"], n_main=p["n_main"], model_id=self.model_id,
                            error=p["error"], fallback_used=p["fallback_used"], fallback_reason=p["fallback_reason"])

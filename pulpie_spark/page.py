@@ -79,26 +79,39 @@ def classify_error(exc: BaseException, what: str = "") -> str:
 
 
 def classify_pages(classifier, pages: Sequence[Sequence[str]], paths: Sequence[Sequence[str]] | None = None,
-                   *, max_padded_blocks: int = MAX_PADDED_BLOCKS) -> tuple[list, list]:
-    """(P(main) per block as float32 arrays, error or None) per page.
+                   *, max_padded_blocks: int = MAX_PADDED_BLOCKS,
+                   unsure_threshold: float | None = None) -> tuple[list, list, list]:
+    """(P(main) per block as float32 arrays, error or None, unsure or None) per page.
 
     Pages without blocks get an empty array and no error. Pages are classified in groups
     of at most ``max_padded_blocks`` padded blocks; a group that fails is retried page by
     page (one bad page must not lose the batch), and a page that still fails gets
-    ``classify:error:...``."""
+    ``classify:error:...``. ``unsure``: with a classifier that has a page gate
+    (``classifier.page_gate``, blockmodel/gate.py), whether the page's gate score is at
+    least ``unsure_threshold`` (None: the gate's own threshold); else None."""
     n = len(pages)
     probs: list = [np.zeros(0, dtype=np.float32) for _ in range(n)]
     errors: list = [None] * n
+    unsure: list = [None] * n
     todo = [i for i in range(n) if len(pages[i])]
+    gate = getattr(classifier, "page_gate", None)
+    if gate is not None and unsure_threshold is None:
+        unsure_threshold = gate.threshold
 
     def run(indices: Sequence[int]) -> None:
         batch_paths = [paths[i] for i in indices] if paths is not None else None
-        out = classifier.predict_proba([pages[i] for i in indices], batch_paths)
-        for i, p in zip(indices, out):
+        batch_pages = [pages[i] for i in indices]
+        if gate is not None:
+            out, gate_features = classifier.predict_with_gate_features(batch_pages, batch_paths)
+        else:
+            out, gate_features = classifier.predict_proba(batch_pages, batch_paths), None
+        for k, (i, p) in enumerate(zip(indices, out)):
             p = np.asarray(p, dtype=np.float32)
             if len(p) != len(pages[i]):
                 raise ValueError(f"model returned {len(p)} probabilities for {len(pages[i])} blocks")
             probs[i] = p
+            if gate_features is not None:
+                unsure[i] = bool(gate.score(gate_features[k]) >= unsure_threshold)
 
     from pulpie_spark.classify.inference import plan_batches
 
@@ -115,8 +128,9 @@ def classify_pages(classifier, pages: Sequence[Sequence[str]], paths: Sequence[S
                 except Exception as page_exc:
                     probs[i] = np.zeros(0, dtype=np.float32)
                     errors[i] = classify_error(page_exc)
+                    unsure[i] = None
                     _free_accelerator_memory()
-    return probs, errors
+    return probs, errors, unsure
 
 
 def labels_from_probs(probs, threshold: float | None = None) -> np.ndarray:
@@ -160,10 +174,12 @@ def render_page(map_html, labels, *, links: bool = False, images: bool = False) 
 
 # ----------------------------------------------------------------------------- fallback
 
-def fallback_reason(seg_error: str | None, model_error: str | None, markdown: str | None) -> str | None:
+def fallback_reason(seg_error: str | None, model_error: str | None, markdown: str | None,
+                    unsure: bool | None = None) -> str | None:
     """Why a page needs the fallback, or None when the model's result is usable.
 
-    ``model_error`` is the first error of the model path (segment, classify, render).
+    ``model_error`` is the first error of the model path (segment, classify, render);
+    ``unsure``: the model's page gate sends the page to the fallback (``classify_pages``).
     The Spark pipeline writes the same rule in SQL (spark_pipeline.fallback_reason_column);
     tests/test_page.py checks that the two agree."""
     if seg_error == reasons.NO_BLOCKS:
@@ -172,6 +188,8 @@ def fallback_reason(seg_error: str | None, model_error: str | None, markdown: st
         return reasons.FALLBACK_ERROR
     if not (markdown or "").strip():
         return reasons.FALLBACK_EMPTY_OUTPUT
+    if unsure:
+        return reasons.FALLBACK_UNSURE
     return None
 
 
@@ -210,23 +228,27 @@ def join_errors(*errors: str | None) -> str | None:
 # ----------------------------------------------------------------------------- composed
 
 def extract_pages(htmls: Sequence, classifier, *, charsets: Sequence | None = None, fallback: str = "none",
-                  links: bool = False, images: bool = False, main_threshold: float | None = None) -> list[dict]:
+                  links: bool = False, images: bool = False, main_threshold: float | None = None,
+                  unsure_threshold: float | None = None) -> list[dict]:
     """Every page through segment -> classify (one batched model call) -> render -> fallback.
 
     One dict of EXTRACT_FIELDS per page, in order. ``error`` is the model path's first
     error (and the fallback's, joined, when that failed too). A block is main where
-    P(main) >= ``main_threshold`` (default MAIN_THRESHOLD)."""
-    from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold
+    P(main) >= ``main_threshold`` (default MAIN_THRESHOLD). With a fallback, a page the
+    model's page gate scores at ``unsure_threshold`` or more (None: the gate's own
+    threshold) is the fallback's too (``fallback_reason`` "model_unsure")."""
+    from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold, validate_unsure_threshold
     from pulpie_spark.render.fallback import validate_fallback
 
     fallback = validate_fallback(fallback)
     main_threshold = validate_main_threshold(MAIN_THRESHOLD if main_threshold is None else main_threshold)
+    unsure_threshold = validate_unsure_threshold(unsure_threshold)
     charsets = list(charsets) if charsets is not None else [None] * len(htmls)
     segments = [segment_page(h, c) for h, c in zip(htmls, charsets)]
-    probs, errors = classify_pages(classifier, [s["blocks"] for s in segments],
-                                   [s["block_paths"] for s in segments])
+    probs, errors, unsure = classify_pages(classifier, [s["blocks"] for s in segments],
+                                           [s["block_paths"] for s in segments], unsure_threshold=unsure_threshold)
     results = []
-    for html, charset, seg, p, cls_error in zip(htmls, charsets, segments, probs, errors):
+    for html, charset, seg, p, cls_error, page_unsure in zip(htmls, charsets, segments, probs, errors, unsure):
         out = {"markdown": None, "text": None, "main_html": None, "labels": [], "n_blocks": len(seg["blocks"]),
                "n_main": 0, "error": None, "fallback_reason": None, "fallback_used": False}
         rendered = {"render_error": None}
@@ -237,13 +259,14 @@ def extract_pages(htmls: Sequence, classifier, *, charsets: Sequence | None = No
                        n_main=rendered["n_main"] or 0)
         out["error"] = seg["seg_error"] or cls_error or rendered["render_error"]
         if fallback != "none":
-            why = fallback_reason(seg["seg_error"], out["error"], out["markdown"])
+            why = fallback_reason(seg["seg_error"], out["error"], out["markdown"], page_unsure)
             if why is not None:
                 out["fallback_reason"] = why
                 fb = fallback_page(html, charset, links=links, images=images, fallback=fallback)
                 if fb["fallback"] is not None:
                     out.update(markdown=fb["markdown"], text=fb["text"], fallback_used=True)
-                else:
+                elif why != reasons.FALLBACK_UNSURE:
                     out["error"] = join_errors(out["error"], fb["fallback_error"])
+                # else: the model's own output stands, without an error (curation would drop it)
         results.append(out)
     return results

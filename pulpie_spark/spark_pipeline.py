@@ -48,6 +48,7 @@ class ExtractOptions:
     batch_tokens: int | None = None
     fallback: str = DEFAULT_FALLBACK
     main_threshold: float = MAIN_THRESHOLD   # P(main) at or above which a block is main
+    unsure_threshold: float | None = None    # page-gate score sending a page to the fallback (None: the model's)
     html_col: str = "html"
     url_col: str = "url"
     charset_col: str = "declared_charset"
@@ -156,7 +157,8 @@ def process(df, options: ExtractOptions | None = None):
         df = df.repartition(df.rdd.getNumPartitions(), "doc_id")
     df = classify_dataframe(df, options.model, blocks_col=_P + "blocks", paths_col=_P + "block_paths",
                             device=options.device, gpu_amount=options.gpu_amount,
-                            batch_tokens=options.batch_tokens, prefix=_P, main_threshold=options.main_threshold)
+                            batch_tokens=options.batch_tokens, prefix=_P, main_threshold=options.main_threshold,
+                            unsure_threshold=options.unsure_threshold)
     rendered = render_column(F.when(F.col(_P + "classify_error").isNull(), F.col(_P + "map_html")),
                              F.col(_P + "labels"), links=options.links, images=options.images)
     df = df.withColumn(_P + "render", rendered)
@@ -166,7 +168,7 @@ def process(df, options: ExtractOptions | None = None):
     fallback_name = validate_fallback(options.fallback)
     if fallback_name != "none":
         # In SQL so that only the rows that need it ship their HTML to the fallback UDF.
-        why = fallback_reason_column(F.col(_P + "seg_error"), model_error, markdown)
+        why = fallback_reason_column(F.col(_P + "seg_error"), model_error, markdown, F.col(_P + "unsure_page"))
         needed = F.col(_P + "in_reason").isNull() & why.isNotNull()
         df = df.withColumn(_P + "why", why).withColumn(
             _P + "fb", fallback_column(F.when(needed, F.col(options.html_col)), charset,
@@ -176,7 +178,9 @@ def process(df, options: ExtractOptions | None = None):
         text = F.when(used, F.col(_P + "fb.text")).otherwise(text)
         fallback = F.when(used, F.concat(F.lit(fallback_name + ":"), F.col(_P + "why")))
         # The Python API's rule (page.extract_pages): a failed fallback's error is kept too.
-        error = F.when(used, model_error).when(needed, F.col(_P + "fb.fallback_error"))
+        # An unsure page the fallback cannot serve keeps the model's output, without an error.
+        error = F.when(used, model_error).when(needed & (F.col(_P + "why") != F.lit(reasons.FALLBACK_UNSURE)),
+                                               F.col(_P + "fb.fallback_error"))
         # A page rescued by the fallback is output, not a reject.
         model_error = F.when(~used, model_error)
     reason = F.coalesce(F.col(_P + "in_reason"), model_error)
@@ -231,14 +235,17 @@ def _input_columns(input_cols: list[str], added: tuple[str, ...]) -> list:
     return cols
 
 
-def fallback_reason_column(seg_error, model_error, markdown):
+def fallback_reason_column(seg_error, model_error, markdown, unsure=None):
     """:func:`pulpie_spark.page.fallback_reason` as a Spark Column (same order, same names)."""
     from pyspark.sql import functions as F
 
-    return (F.when(seg_error == reasons.NO_BLOCKS, F.lit(reasons.FALLBACK_NO_BLOCKS))
-            .when(model_error.isNotNull(), F.lit(reasons.FALLBACK_ERROR))
-            # str.strip() in Python: Unicode white space ((?U) in Java's regex)
-            .when(~F.coalesce(markdown, F.lit("")).rlike(r"(?U)\S"), F.lit(reasons.FALLBACK_EMPTY_OUTPUT)))
+    reason = (F.when(seg_error == reasons.NO_BLOCKS, F.lit(reasons.FALLBACK_NO_BLOCKS))
+              .when(model_error.isNotNull(), F.lit(reasons.FALLBACK_ERROR))
+              # str.strip() in Python: Unicode white space ((?U) in Java's regex)
+              .when(~F.coalesce(markdown, F.lit("")).rlike(r"(?U)\S"), F.lit(reasons.FALLBACK_EMPTY_OUTPUT)))
+    if unsure is not None:
+        reason = reason.when(F.coalesce(unsure, F.lit(False)), F.lit(reasons.FALLBACK_UNSURE))
+    return reason
 
 
 def output_frame(processed, input_cols: list[str], options: ExtractOptions):

@@ -45,7 +45,7 @@ def test_classify_dataframe_labels_and_passthrough(spark, rigged_dir):
     try:
         out = cls_spark.classify_dataframe(df, model=str(rigged_dir), batch_tokens=64)
         assert out.columns == ["doc_id", "url", "blocks", "labels", "main_probs", "model_id",
-                               "classify_error"]
+                               "classify_error", "unsure_page"]
         result = {r.doc_id: r for r in out.collect()}
     finally:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous)
@@ -57,6 +57,7 @@ def test_classify_dataframe_labels_and_passthrough(spark, rigged_dir):
         assert len(row.main_probs) == len(row.labels)
         assert all((p >= 0.5) == bool(label) for p, label in zip(row.main_probs, row.labels))
         assert row.classify_error is None
+        assert row.unsure_page is None   # a transformers classifier has no page gate
         assert row.model_id == str(rigged_dir)
     assert sum(len(r.labels) for r in result.values()) > 60
 

@@ -52,6 +52,19 @@ def test_train_job_builds_cache_prints_coverage_and_saves_model(spark, tmp_path,
     assert job.run(spark, args) == 0
     assert (tmp_path / "model2" / "model.safetensors").read_bytes() == first
 
+    # --page-gate ships a fitted gate next to the weights; the loader picks it up
+    from pulpie_spark.classify.blockmodel.gate import GATE_FEATURES, PageGate
+    from pulpie_spark.classify.registry import load_classifier
+
+    n = len(GATE_FEATURES)
+    gate = PageGate(mean=(0.0,) * n, scale=(1.0,) * n, weights=(0.5,) * n, bias=-1.0, threshold=0.4)
+    gate.save(tmp_path)
+    args = _args(job, tmp_path, data_dir, "--reuse-cache", "--page-gate", str(tmp_path / "page_gate.json"))
+    args.output = str(tmp_path / "gated")
+    assert job.run(spark, args) == 0
+    assert load_classifier(str(tmp_path / "gated")).page_gate == gate
+    assert load_classifier(str(tmp_path / "model2")).page_gate is None
+
     # the Spark cache carries the container groups; a pooling model with token dropout trains on it
     from pulpie_spark.classify.blockmodel.data import CACHED_CONTAINER_LEVELS
 

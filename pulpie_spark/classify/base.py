@@ -43,5 +43,19 @@ def validate_main_threshold(value) -> float:
     return threshold
 
 
+def validate_unsure_threshold(value) -> float | None:
+    """``value`` as a page-gate threshold: None (the model's own), or a number >= 0 (a page
+    goes to the fallback when its gate score is at least this; above 1, never)."""
+    if value is None:
+        return None
+    try:
+        threshold = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"unsure threshold must be a number >= 0 or None, got {value!r}") from None
+    if not threshold >= 0.0:   # also false for NaN
+        raise ValueError(f"unsure threshold must be a number >= 0 or None, got {value!r}")
+    return threshold
+
+
 def probs_to_labels(probs: Sequence[np.ndarray], threshold: float = MAIN_THRESHOLD) -> list[list[int]]:
     return [(np.asarray(p) >= threshold).astype(np.int64).tolist() for p in probs]

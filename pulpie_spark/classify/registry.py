@@ -60,7 +60,10 @@ def load_classifier(model: str = DEFAULT_MODEL, device: str | None = None, **kwa
         from pulpie_spark.classify.blockmodel.model import DefaultBlockClassifier, load_model
 
         try:
-            classifier = DefaultBlockClassifier(load_model(resolved, device=device), device=device)
+            from pulpie_spark.classify.blockmodel.gate import load_page_gate
+
+            classifier = DefaultBlockClassifier(load_model(resolved, device=device), device=device,
+                                                page_gate=load_page_gate(resolved))
         except (OSError, ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"cannot load the block model at {resolved!r}: {exc}") from exc
         classifier.model_id = kwargs.get("model_id") or classifier.model_id   # as the HF loader names it

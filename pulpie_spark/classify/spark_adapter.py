@@ -31,14 +31,14 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from pulpie_spark import reasons
-from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold
+from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold, validate_unsure_threshold
 from pulpie_spark.classify.registry import DEFAULT_MODEL, resolve_model_name
 from pulpie_spark.memory import release_freed_memory
 from pulpie_spark.page import MAX_PADDED_BLOCKS, classify_error, classify_pages, is_missing, labels_from_probs
 
 log = logging.getLogger(__name__)
 
-OUTPUT_COLUMNS = ("labels", "main_probs", "model_id", "classify_error")
+OUTPUT_COLUMNS = ("labels", "main_probs", "model_id", "classify_error", "unsure_page")
 SHARED_FS_PREFIXES = ("dbfs:/", "/dbfs/", "/mnt/", "/Volumes/", "/lakehouse/")
 
 
@@ -200,7 +200,8 @@ def make_profile(requests: dict):
 
 
 def output_schema(df, prefix: str = ""):
-    from pyspark.sql.types import ArrayType, FloatType, IntegerType, StringType, StructField, StructType
+    from pyspark.sql.types import (ArrayType, BooleanType, FloatType, IntegerType, StringType, StructField,
+                                   StructType)
 
     outputs = {prefix + c for c in OUTPUT_COLUMNS}
     fields = [f for f in df.schema.fields if f.name not in outputs]
@@ -209,17 +210,21 @@ def output_schema(df, prefix: str = ""):
         StructField(prefix + "main_probs", ArrayType(FloatType(), containsNull=False), True),
         StructField(prefix + "model_id", StringType(), True),
         StructField(prefix + "classify_error", StringType(), True),
+        StructField(prefix + "unsure_page", BooleanType(), True),
     ])
 
 
 def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks",
                        paths_col: str = "block_paths", device: str | None = None,
                        gpu_amount: float | None = None, batch_tokens: int | None = None, prefix: str = "",
-                       main_threshold: float = MAIN_THRESHOLD):
-    """Add ``labels``, ``main_probs``, ``model_id``, ``classify_error`` (each behind ``prefix``,
-    so a pipeline can keep input columns of those names); an input column of the same
-    name is replaced. ``labels`` are 1 where ``main_probs`` >= ``main_threshold``."""
+                       main_threshold: float = MAIN_THRESHOLD, unsure_threshold: float | None = None):
+    """Add ``labels``, ``main_probs``, ``model_id``, ``classify_error``, ``unsure_page`` (each
+    behind ``prefix``, so a pipeline can keep input columns of those names); an input column
+    of the same name is replaced. ``labels`` are 1 where ``main_probs`` >= ``main_threshold``;
+    ``unsure_page`` is the page gate's verdict at ``unsure_threshold`` (page.classify_pages;
+    null for a model without a gate)."""
     main_threshold = validate_main_threshold(main_threshold)
+    unsure_threshold = validate_unsure_threshold(unsure_threshold)
     if blocks_col not in df.columns:
         raise ValueError(f"classify_dataframe: no column {blocks_col!r} in {df.columns}")
     spark = df.sparkSession
@@ -228,7 +233,7 @@ def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks"
     keep = [c for c in df.columns if c not in {prefix + c for c in OUTPUT_COLUMNS}]
     fn = functools.partial(classify_batches, spec=spec, blocks_col=blocks_col,
                            paths_col=paths_col if paths_col in df.columns else None, keep=keep, prefix=prefix,
-                           main_threshold=main_threshold)
+                           main_threshold=main_threshold, unsure_threshold=unsure_threshold)
     schema = output_schema(df, prefix)
     gpus = resolve_gpu_amount(spark, gpu_amount)
     profile = build_gpu_profile(spark, gpus) if gpus > 0 else None
@@ -316,27 +321,33 @@ def _as_list(value) -> list:
 def classify_frame(pdf, classifier, *, blocks_col: str, paths_col: str | None,
                    model_id: str, load_error: str | None = None,
                    max_padded_blocks: int = MAX_PADDED_BLOCKS, prefix: str = "",
-                   main_threshold: float = MAIN_THRESHOLD):
-    """One pandas batch in, ``labels``, ``main_probs``, ``model_id``, ``classify_error`` added:
+                   main_threshold: float = MAIN_THRESHOLD, unsure_threshold: float | None = None):
+    """One pandas batch in, ``labels``, ``main_probs``, ``model_id``, ``classify_error``, ``unsure_page`` added:
     the per-page core :func:`pulpie_spark.page.classify_pages` over the batch's pages."""
+    import pandas as pd
+
     n = len(pdf)
     pages = [_as_list(v) for v in pdf[blocks_col]] if n else []
     paths = [_as_list(v) for v in pdf[paths_col]] if (paths_col and n) else None
     if load_error is not None:
         probs = [np.zeros(0, dtype=np.float32) for _ in range(n)]
         errors = [load_error if pages[i] else None for i in range(n)]
+        unsure = [None] * n
     else:
-        probs, errors = classify_pages(classifier, pages, paths, max_padded_blocks=max_padded_blocks)
+        probs, errors, unsure = classify_pages(classifier, pages, paths, max_padded_blocks=max_padded_blocks,
+                                               unsure_threshold=unsure_threshold)
     out = pdf.copy(deep=False)
     out[prefix + "labels"] = [labels_from_probs(p, main_threshold) for p in probs]
     out[prefix + "main_probs"] = probs
     out[prefix + "model_id"] = model_id
     out[prefix + "classify_error"] = errors
+    out[prefix + "unsure_page"] = pd.array(unsure, dtype="boolean")   # nullable: no gate, no blocks
     return out
 
 
 def classify_batches(batches: Iterator, *, spec: ModelSpec, blocks_col: str, paths_col: str | None,
-                     keep: list[str], prefix: str = "", main_threshold: float = MAIN_THRESHOLD) -> Iterator:
+                     keep: list[str], prefix: str = "", main_threshold: float = MAIN_THRESHOLD,
+                     unsure_threshold: float | None = None) -> Iterator:
     """mapInPandas body: classify each Arrow batch with the worker's cached model."""
     classifier = None
     load_error = None
@@ -351,7 +362,7 @@ def classify_batches(batches: Iterator, *, spec: ModelSpec, blocks_col: str, pat
                 model_id = getattr(loaded, "model_id", None) or spec.model_id
         out = classify_frame(pdf[keep], classifier, blocks_col=blocks_col, paths_col=paths_col,
                              model_id=model_id, load_error=load_error, prefix=prefix,
-                             main_threshold=main_threshold)
+                             main_threshold=main_threshold, unsure_threshold=unsure_threshold)
         del pdf
         # The worker lives for the whole job: hand the batch's features and trees back.
         release_freed_memory()

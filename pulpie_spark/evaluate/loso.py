@@ -54,6 +54,7 @@ import pandas as pd
 from pulpie_spark.classify.base import MAIN_THRESHOLD
 from pulpie_spark.evaluate.harness import (BASELINES, RESILIPARSE, TRAFILATURA, add_page_metrics,
                                           render_training_labels, score)
+from pulpie_spark.evaluate.metrics import shingle_tp_fp_fn
 
 log = logging.getLogger("pulpie_spark.evaluate.loso")
 
@@ -210,6 +211,24 @@ def build_feature_cache(table: pd.DataFrame, cache_path: str | os.PathLike, *, w
     return frame
 
 
+GATE_FEATURES_COLUMN = f"{MODEL}_gate_features"
+GATELESS = "model_without_gate"   # --page-gate: the fold models' own output next to the gated one
+
+
+def _gate_features(classifier, html) -> list[float] | None:
+    """gate.page_gate_features of one page under ``classifier``, or None (no blocks, an error)."""
+    from pulpie_spark.page import segment_page
+
+    try:
+        seg = segment_page(html)
+        if seg["seg_error"] is not None or not seg["blocks"]:
+            return None
+        _, features = classifier.predict_with_gate_features([seg["blocks"]], [seg["block_paths"]])
+        return features[0].tolist()
+    except Exception:   # the page scored as it was; the gate only skips it
+        return None
+
+
 def _time_call(fn, html) -> tuple[str, float, str | None]:
     cpu = time.process_time()
     try:
@@ -279,6 +298,12 @@ def _run_fold(task: dict) -> dict:
     for idx, html in task["pages"]:
         text, seconds, error = _time_call(runner, html)
         rows.append({"idx": idx, f"{MODEL}_text": text, f"{MODEL}_cpu_seconds": seconds, f"{MODEL}_error": error})
+    if task.get("page_gate"):
+        # The page-gate statistics of the fold model on its held-out pages (outside the
+        # timing: the shipped path computes them from the same features pass).
+        classifier = runner.extractor.classifier
+        for row, (_, html) in zip(rows, task["pages"]):
+            row[GATE_FEATURES_COLUMN] = _gate_features(classifier, html)
     return {"fold": task["fold"], "rows": rows,
             "train_keys": [f"{s}/{p}" for s, p in zip(train_rows["source"], train_rows["page_id"])],
             "dev_keys": [f"{s}/{p}" for s, p in zip(dev_rows["source"], dev_rows["page_id"])],
@@ -302,7 +327,7 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
              sources: Sequence[str] | None = None, limit_per_source: int | None = None,
              keep_models: bool = False, min_recall: float = 0.7, reference_model: str | None = None,
              train_sources: Sequence[str] | None = None, label_ceiling: bool = False,
-             train_only: str | os.PathLike | None = None) -> dict:
+             train_only: str | os.PathLike | None = None, page_gate: float | None = None) -> dict:
     """Run the protocol; write pages.parquet, scores.csv, folds.json, loso.md under ``output``.
 
     ``train_config``: TrainConfig fields plus ``model`` (BlockModelConfig fields).
@@ -314,6 +339,11 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     write ``conventions.csv``.
     ``train_only``: a labelled Parquet file or folder whose pages every fold model also trains
     on (fold ``TRAIN_ONLY_FOLD``), never held out or scored; copies of scored pages are dropped.
+    ``page_gate``: fit the page gate (blockmodel/gate.py) at this threshold: per fold on the
+    other folds' held-out pages, and the pages it sends take the fallback's text (and its
+    time); ``model`` is then the gated output and ``model_without_gate`` the fold models' own;
+    a gate fitted on all folds' pages is written to ``page_gate.json`` (ship it next to a model
+    trained with the same recipe).
     Returns {"pages", "scores", "folds", "summary", "markdown"}.
     """
     started = time.perf_counter()
@@ -372,7 +402,7 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
         idx = table.index[table["fold"] == fold]
         tasks.append(("fold", {"fold": fold, "cache_path": str(fold_cache), "train_config": train_config,
                                "model_dir": str(models_dir / fold), "fallback": fallback,
-                               "main_threshold": main_threshold,
+                               "main_threshold": main_threshold, "page_gate": page_gate is not None,
                                "train_sources": sorted(train_sources) if train_sources else None,
                                "pages": [(int(i), table.at[i, "html"]) for i in idx]}))
     for s in range(0, len(table), 50):
@@ -398,9 +428,13 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     per_page = (pd.DataFrame(model_rows).merge(pd.DataFrame(base_rows), on="idx").set_index("idx").sort_index())
     pages = pd.concat([table.drop(columns=["html", "train_only"]), per_page], axis=1)
     pages = pages.rename(columns={"gold_text": "reference"})
+    gate_summary = None
+    if page_gate is not None:
+        pages, gate_summary = apply_page_gate(pages, table["html"], page_gate, out)
     pages["non_english"] = np.where(pages["lang"].isin(["en", "unknown"]), None, "non-English (known lang)")
 
-    extractors = EXTRACTORS + ((REFERENCE,) if reference_model else ()) + ((LABELS,) if label_ceiling else ())
+    extractors = (EXTRACTORS + ((GATELESS,) if page_gate is not None else ())
+                  + ((REFERENCE,) if reference_model else ()) + ((LABELS,) if label_ceiling else ()))
     conventions = None
     if label_ceiling:
         conventions = label_conventions(pages)
@@ -409,6 +443,7 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     scores = score_loso(pages, extractors)
     summary = summarize(scores, pages, min_fold_pages)
     summary["reference_model"] = reference_model
+    summary["page_gate"] = gate_summary
     summary.update({"input_pages": n_input, "duplicates_dropped": len(dropped), "pages": len(pages),
                     "folds": {f: sorted(s for s, v in fold_of.items() if v == f) for f in folds},
                     "train_config": train_config, "fallback": fallback, "main_threshold": main_threshold,
@@ -417,7 +452,8 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
                     "train_only_pages": {s: int(n) for s, n in train_only_table["source"].value_counts().sort_index().items()},
                     "wall_seconds": round(time.perf_counter() - started, 1)})
     markdown = format_markdown(scores, summary)
-    pages.drop(columns=[c for c in pages.columns if c.endswith(("_shingle", "_shingle_cjk"))]).to_parquet(
+    pages.drop(columns=[c for c in pages.columns if c.endswith(("_shingle", "_shingle_cjk"))
+                        or c == GATE_FEATURES_COLUMN]).to_parquet(
         out / "pages.parquet", index=False)
     dropped.to_csv(out / "duplicates.csv", index=False)
     if conventions is not None:
@@ -494,6 +530,54 @@ def label_conventions(pages: pd.DataFrame) -> pd.DataFrame:
     out = frame.groupby(["source", "tag"], sort=True)["label"].agg(blocks="size", main_share="mean").reset_index()
     out["main_share"] = out["main_share"].round(3)
     return out
+
+
+def apply_page_gate(pages: pd.DataFrame, html: pd.Series, threshold: float, out: Path) -> tuple[pd.DataFrame, dict]:
+    """The page gate, leave-one-fold-out: for each fold, a gate fitted on the other folds'
+    pages (whether trafilatura's text beats the fold model's there by GATE_MARGIN shingle F1)
+    decides which of its pages take the fallback; those pages get the fallback's text and
+    its CPU time added. Also writes the gate fitted on every fold's pages to ``out``."""
+    from pulpie_spark.classify.blockmodel.gate import GATE_MARGIN, fit_page_gate
+    from pulpie_spark.render.fallback import trafilatura_extract
+
+    pages = pages.copy()
+    pages[f"{GATELESS}_text"] = pages[f"{MODEL}_text"]
+    pages[f"{GATELESS}_cpu_seconds"] = pages[f"{MODEL}_cpu_seconds"]
+    pages[f"{GATELESS}_error"] = pages[f"{MODEL}_error"]
+    refs = pages["reference"].fillna("").tolist()
+
+    def f1(texts):
+        return np.array([_f1(*shingle_tp_fp_fn(t, r)) for t, r in zip(texts.fillna("").tolist(), refs)])
+
+    better = (f1(pages[TRAFILATURA + "_text"]) - f1(pages[f"{MODEL}_text"]) > GATE_MARGIN).astype(np.float64)
+    has = pages[GATE_FEATURES_COLUMN].notna().to_numpy()
+    features = np.array([f if f is not None else [] for f in pages[GATE_FEATURES_COLUMN]], dtype=object)
+    sent = np.zeros(len(pages), dtype=bool)
+    folds = pages["fold"].to_numpy()
+    for fold in sorted(set(folds)):
+        train = has & (folds != fold)
+        gate = fit_page_gate(np.stack(features[train]), better[train], threshold=threshold)
+        held = np.flatnonzero(has & (folds == fold))
+        if len(held):
+            sent[held] = gate.score(np.stack(features[held])) >= threshold
+    for position in np.flatnonzero(sent):
+        idx = pages.index[position]
+        cpu = time.process_time()
+        result = trafilatura_extract(html.loc[idx])
+        pages.at[idx, f"{MODEL}_cpu_seconds"] += time.process_time() - cpu
+        if result.error is None:   # as page.extract_pages: a failed fallback keeps the model's text
+            pages.at[idx, f"{MODEL}_text"] = result.text
+    final = fit_page_gate(np.stack(features[has]), better[has], threshold=threshold,
+                          fitted_on=f"{int(has.sum())} held-out pages of {len(set(folds))} LOSO folds")
+    final.save(out)
+    summary = {"threshold": threshold, "margin": GATE_MARGIN, "pages_sent": int(sent.sum()),
+               "share_sent": round(float(sent.mean()), 4),
+               "sent_by_fold": {f: int(sent[folds == f].sum()) for f in sorted(set(folds))}}
+    return pages, summary
+
+
+def _f1(tp: float, fp: float, fn: float) -> float:
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
 def score_loso(pages: pd.DataFrame, extractors: Sequence[str] = EXTRACTORS) -> pd.DataFrame:

@@ -325,13 +325,17 @@ ACCELERATOR_BATCH_BLOCKS = 32768
 class DefaultBlockClassifier:
     """BlockClassifier over BlockSequenceModel (pages of block HTML + optional paths)."""
 
-    def __init__(self, model: BlockSequenceModel, device: str | None = None, batch_blocks: int | None = None):
+    def __init__(self, model: BlockSequenceModel, device: str | None = None, batch_blocks: int | None = None,
+                 page_gate=None):
         self.model = model
         self.device = device or "cpu"
         self.model_id = model.config.model_id
         if batch_blocks is None:
             batch_blocks = CPU_BATCH_BLOCKS if str(self.device) == "cpu" else ACCELERATOR_BATCH_BLOCKS
         self.batch_blocks = batch_blocks
+        # gate.PageGate saved with the model (page_gate.json), or None: which pages the
+        # fallback should take although the model marked main blocks (page.classify_pages).
+        self.page_gate = page_gate
 
     def features(self, pages, paths=None):
         """Per page (ids, numeric), plus container group ids when the model pools them."""
@@ -366,6 +370,16 @@ class DefaultBlockClassifier:
     def predict_proba(self, pages: Sequence[Sequence[str]],
                       paths: Sequence[Sequence[str]] | None = None) -> list[np.ndarray]:
         return self.predict_proba_features(self.features(pages, paths))
+
+    def predict_with_gate_features(self, pages: Sequence[Sequence[str]],
+                                   paths: Sequence[Sequence[str]] | None = None
+                                   ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """P(main) per block and ``gate.page_gate_features`` per page, from one features pass."""
+        from pulpie_spark.classify.blockmodel.gate import chars_from_features, page_gate_features
+
+        feats = self.features(pages, paths)
+        probs = self.predict_proba_features(feats)
+        return probs, [page_gate_features(p, chars_from_features(f[1])) for p, f in zip(probs, feats)]
 
     def predict(self, pages, paths=None) -> list[list[int]]:
         from pulpie_spark.classify.base import probs_to_labels
