@@ -27,11 +27,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> None:
+    from pulpie_spark.cli import unsure_threshold_arg
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--input", default=str(Path(__file__).resolve().parents[2] / "shared/data/extraction"))
     parser.add_argument("--per-source", type=int, default=40, help="pages per source (first by page_id)")
     parser.add_argument("--batch-pages", type=int, default=16, help="pages per extract_batch call")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--unsure-threshold", type=unsure_threshold_arg, default=None,
+                        help="the page gate: 'model' (default, as shipped), 'off', or a threshold")
     parser.add_argument("--budgets", default="0,512,1024,2048,4096",
                         help="padded blocks per model call to time the model step at (0: one page a call)")
     args = parser.parse_args()
@@ -47,9 +51,9 @@ def main() -> None:
     table = load_labelled_table(args.input)
     table = (table.sort_values(["source", "page_id"]).groupby("source", sort=True)
              .head(args.per_source).reset_index(drop=True))
-    extractor = Extractor()
+    extractor = Extractor(unsure_threshold=args.unsure_threshold)
     classifier = extractor.classifier
-    print(f"model: {extractor.model_id}  pages: {len(table)} from {table.source.nunique()} sources  "
+    print(f"model: {extractor.model_id}  page gate: {'off' if extractor.classifier.page_gate is None or (args.unsure_threshold or 0) > 1 else args.unsure_threshold or 'model'}  pages: {len(table)} from {table.source.nunique()} sources  "
           f"batch: {args.batch_pages} pages  default model budget: {classifier.batch_blocks} blocks")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for html in table.html[:3]:   # imports and caches warm, as in a running executor
