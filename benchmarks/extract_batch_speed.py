@@ -53,7 +53,10 @@ def main() -> None:
              .head(args.per_source).reset_index(drop=True))
     extractor = Extractor(unsure_threshold=args.unsure_threshold)
     classifier = extractor.classifier
-    print(f"model: {extractor.model_id}  page gate: {'off' if extractor.classifier.page_gate is None or (args.unsure_threshold or 0) > 1 else args.unsure_threshold or 'model'}  pages: {len(table)} from {table.source.nunique()} sources  "
+    gate = classifier.page_gate
+    threshold = args.unsure_threshold if args.unsure_threshold is not None else (gate.threshold if gate else None)
+    gate_text = "off" if threshold is None or threshold > 1 else f"threshold {threshold}"
+    print(f"model: {extractor.model_id}  page gate: {gate_text}  pages: {len(table)} from {table.source.nunique()} sources  "
           f"batch: {args.batch_pages} pages  default model budget: {classifier.batch_blocks} blocks")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for html in table.html[:3]:   # imports and caches warm, as in a running executor

@@ -39,9 +39,10 @@ def unsure_threshold_arg(value: str) -> float | None:
     """argparse type of ``--unsure-threshold``: "model" (the model's page gate), "off", or a number >= 0."""
     from pulpie_spark.classify.base import validate_unsure_threshold
 
-    if value.strip().lower() == "model":
+    word = value.strip().lower()
+    if word == "model":
         return None
-    if value.strip().lower() == "off":
+    if word == "off":
         return float("inf")
     try:
         return validate_unsure_threshold(value)

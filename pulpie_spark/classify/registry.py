@@ -57,13 +57,10 @@ def load_classifier(model: str = DEFAULT_MODEL, device: str | None = None, **kwa
         except (OSError, ValueError, RuntimeError) as exc:   # missing or damaged model files
             raise ModelLoadError(f"cannot load the embedded default model: {exc}") from exc
     if is_blockmodel_dir(resolved):
-        from pulpie_spark.classify.blockmodel.model import DefaultBlockClassifier, load_model
+        from pulpie_spark.classify.blockmodel.model import load_block_classifier
 
         try:
-            from pulpie_spark.classify.blockmodel.gate import load_page_gate
-
-            classifier = DefaultBlockClassifier(load_model(resolved, device=device), device=device,
-                                                page_gate=load_page_gate(resolved))
+            classifier = load_block_classifier(resolved, device=device)
         except (OSError, ValueError, RuntimeError) as exc:
             raise ModelLoadError(f"cannot load the block model at {resolved!r}: {exc}") from exc
         classifier.model_id = kwargs.get("model_id") or classifier.model_id   # as the HF loader names it

@@ -54,7 +54,7 @@ import pandas as pd
 from pulpie_spark.classify.base import MAIN_THRESHOLD
 from pulpie_spark.evaluate.harness import (BASELINES, RESILIPARSE, TRAFILATURA, add_page_metrics,
                                           render_training_labels, score)
-from pulpie_spark.evaluate.metrics import shingle_tp_fp_fn
+from pulpie_spark.evaluate.metrics import shingle_scores, shingle_tp_fp_fn
 
 log = logging.getLogger("pulpie_spark.evaluate.loso")
 
@@ -547,7 +547,8 @@ def apply_page_gate(pages: pd.DataFrame, html: pd.Series, threshold: float, out:
     refs = pages["reference"].fillna("").tolist()
 
     def f1(texts):
-        return np.array([_f1(*shingle_tp_fp_fn(t, r)) for t, r in zip(texts.fillna("").tolist(), refs)])
+        return np.array([shingle_scores([shingle_tp_fp_fn(t, r)])["f1"]
+                         for t, r in zip(texts.fillna("").tolist(), refs)])
 
     better = (f1(pages[TRAFILATURA + "_text"]) - f1(pages[f"{MODEL}_text"]) > GATE_MARGIN).astype(np.float64)
     has = pages[GATE_FEATURES_COLUMN].notna().to_numpy()
@@ -574,10 +575,6 @@ def apply_page_gate(pages: pd.DataFrame, html: pd.Series, threshold: float, out:
                "share_sent": round(float(sent.mean()), 4),
                "sent_by_fold": {f: int(sent[folds == f].sum()) for f in sorted(set(folds))}}
     return pages, summary
-
-
-def _f1(tp: float, fp: float, fn: float) -> float:
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
 def score_loso(pages: pd.DataFrame, extractors: Sequence[str] = EXTRACTORS) -> pd.DataFrame:

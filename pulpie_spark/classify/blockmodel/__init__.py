@@ -13,14 +13,12 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "default"
 
 def load_default(device: str | None = None):
     """The shipped default model as a BlockClassifier (safetensors + JSON config)."""
-    from pulpie_spark.classify.blockmodel.gate import load_page_gate
-    from pulpie_spark.classify.blockmodel.model import DefaultBlockClassifier, load_model
+    from pulpie_spark.classify.blockmodel.model import load_block_classifier
 
     if not (DEFAULT_MODEL_DIR / "model.safetensors").is_file():
         raise FileNotFoundError(f"the default model weights are missing from {DEFAULT_MODEL_DIR}; "
                                 "reinstall pulpie-spark or train one with jobs/train.py")
-    return DefaultBlockClassifier(load_model(DEFAULT_MODEL_DIR, device=device), device=device,
-                                  page_gate=load_page_gate(DEFAULT_MODEL_DIR))
+    return load_block_classifier(DEFAULT_MODEL_DIR, device=device)
 
 
 __all__ = ["DEFAULT_MODEL_DIR", "load_default"]

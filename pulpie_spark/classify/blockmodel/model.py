@@ -322,6 +322,15 @@ CPU_BATCH_BLOCKS = 1024
 ACCELERATOR_BATCH_BLOCKS = 32768
 
 
+def load_block_classifier(directory: str | os.PathLike, device: str | None = None) -> "DefaultBlockClassifier":
+    """A model directory of jobs/train.py's layout as a classifier: its weights and, when
+    the directory has one, its page gate."""
+    from pulpie_spark.classify.blockmodel.gate import load_page_gate
+
+    return DefaultBlockClassifier(load_model(directory, device=device), device=device,
+                                  page_gate=load_page_gate(directory))
+
+
 class DefaultBlockClassifier:
     """BlockClassifier over BlockSequenceModel (pages of block HTML + optional paths)."""
 
