@@ -19,9 +19,12 @@ What runs:
   ``HFBlockClassifier`` under a token budget;
 - the three stages overlap through bounded queues; GPU utilisation is sampled with
   ``nvidia-smi`` every 100 ms while the model runs.
-No Hub: the tokenizer is a byte-level BPE trained here on the pages' blocks (EuroBERT's own
-tokenizer is not available offline), so tokens/page differ from the published model's;
-the script prints chars/token so the difference can be judged.
+No Hub: the tokenizer is a byte-level BPE trained here on the pages' blocks, or with
+``--tokenizer FILE`` a given ``tokenizer.json``: EuroBERT's is Llama 3's (128,000 BPE tokens,
+its specials renamed), which ``benchmarks/llama3_tokenizer.py`` rebuilds from the npm package
+llama3-tokenizer-js. The script prints chars/token.
+``--compile mlp|layers``: ``torch.compile`` parts of the encoder
+(:func:`pulpie_spark.classify.hf.compile_encoder`), compiled during the warm-up, before the clock.
 
 Anchor, measured in the same run: the sequential per-page loop of pulpie 0.0.2's
 ``Extractor.extract`` (each chunk of each page alone, batch size 1) on the first
@@ -125,6 +128,19 @@ def train_tokenizer(texts: list[str], vocab_size: int, out_dir: Path):
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, bos_token=specials[0],
                                         eos_token=specials[1], pad_token=specials[2])
     tokenizer.add_tokens(["<|sep|>"], special_tokens=True)
+    tokenizer.save_pretrained(out_dir)
+    return tokenizer
+
+
+def given_tokenizer(tokenizer_json: Path, out_dir: Path):
+    """A tokenizer.json with EuroBERT's specials (BOS <|begin_of_text|>, EOS = pad <|end_of_text|>)."""
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_json), bos_token="<|begin_of_text|>",
+                                        eos_token="<|end_of_text|>", pad_token="<|end_of_text|>")
+    missing = [t for t in ("<|begin_of_text|>", "<|end_of_text|>") if t not in tokenizer.get_vocab()]
+    if missing:
+        raise SystemExit(f"{tokenizer_json} lacks {missing}: not a Llama 3 / EuroBERT tokenizer")
     tokenizer.save_pretrained(out_dir)
     return tokenizer
 
@@ -375,6 +391,11 @@ def main(argv=None) -> int:
     parser.add_argument("--max-tokens", type=int, default=None,
                         help="chunk length (default 8192; 256 with --tiny: CPU attention is quadratic)")
     parser.add_argument("--vocab", type=int, default=None, help="BPE vocab (default 50000; 2000 with --tiny)")
+    parser.add_argument("--tokenizer", type=Path, default=None,
+                        help="a tokenizer.json to use instead of training a BPE (EuroBERT's / Llama 3's: "
+                             "benchmarks/llama3_tokenizer.py)")
+    parser.add_argument("--compile", choices=("none", "mlp", "layers"), default="none",
+                        help="torch.compile scope of the encoder (pulpie_spark.classify.hf.compile_encoder)")
     parser.add_argument("--anchor-pages", type=int, default=None, help="default 100; 4 with --tiny")
     parser.add_argument("--save-pages", type=Path, default=None, help="write the pages a run would use to DIR/pages.parquet and exit")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "gpu_encoder.json")
@@ -414,18 +435,27 @@ def main(argv=None) -> int:
         sample = [b for blocks, _, _ in pool.imap(segment, pages[: min(200, n_pages)], chunksize=4)
                   for b in blocks]
         log(f"segmented {len(sample)} blocks for the tokenizer")
-        tokenizer = train_tokenizer(sample, args.vocab or (2000 if args.tiny else 50000), work)
-        log("tokenizer trained")
+        if args.tokenizer:
+            tokenizer = given_tokenizer(args.tokenizer, work)
+            log(f"tokenizer {args.tokenizer} ({len(tokenizer)} tokens)")
+        else:
+            tokenizer = train_tokenizer(sample, args.vocab or (2000 if args.tiny else 50000), work)
+            log("tokenizer trained")
         n_params = save_model(work, tokenizer, args.tiny)
         log(f"model saved ({n_params / 1e6:.1f}M params)")
         clf = load_hf_classifier(str(work), device=device, max_tokens=args.max_tokens,
                                  batch_tokens=args.batch_tokens, model_id="bench/eurobert-210m-random",
-                                 packed={"auto": None, "packed": True, "padded": False}[args.attention])
+                                 packed={"auto": None, "packed": True, "padded": False}[args.attention],
+                                 compile=args.compile)
         chars = sum(len(b) for b in sample)
         toks = sum(len(x) for x in clf.tokenize_blocks(sample))
-        # Warm-up: CUDA context, kernels, allocator.
+        # Warm-up: CUDA context, kernels, allocator (and the compile, with --compile).
+        t_warm = time.perf_counter()
         clf.predict_proba([sample[:64]])
+        clf.predict_proba([sample[64:1000]])
         _sync(device)
+        warmup_s = time.perf_counter() - t_warm
+        log(f"warm-up {warmup_s:.1f} s")
         setup_s = time.perf_counter() - t_setup
 
         if args.tokenize_in == "workers":
@@ -468,7 +498,8 @@ def main(argv=None) -> int:
         and varlen_kernel_works(torch.device(device), clf.model.dtype),
         "torch": torch.__version__, "transformers": transformers_version(),
         "params": n_params, "tiny": args.tiny, "pages": n_pages, "workers": args.workers,
-        "tokenize_in": args.tokenize_in,
+        "tokenize_in": args.tokenize_in, "compile": args.compile, "warmup_s": round(warmup_s, 1),
+        "tokenizer": str(args.tokenizer) if args.tokenizer else f"trained BPE {len(tokenizer)}",
         "batch_tokens": clf.batch_tokens, "max_tokens": args.max_tokens,
         "pages_per_s": round(pages_per_s, 2),
         "wall_s": round(run["wall_s"], 2), "model_s": round(run["model_s"], 2),
@@ -495,7 +526,7 @@ def main(argv=None) -> int:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
 
     ratio_anchor = result["batched_same_pages_per_s"] / max(result["anchor_sequential_pages_per_s"], 1e-9)
-    print(f"model {n_params / 1e6:.1f}M params, {result['dtype']}, attn={result['attn']}, "
+    print(f"model {n_params / 1e6:.1f}M params, {result['dtype']}, attn={result['attn']}, compile={args.compile}, "
           f"device {result['device_name']}, {n_pages} pages, {args.workers} segmentation workers")
     print(f"{'':38s}{'ours':>12s}{'anchor':>12s}{'ratio':>8s}")
     print(f"{'model-only pages/s, first ' + str(anchor_pages) + ' pages':38s}"

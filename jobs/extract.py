@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 from pulpie_spark.classify.base import MAIN_THRESHOLD
+from pulpie_spark.classify.hf import COMPILE_CHOICES
 from pulpie_spark.cli import SparkJob, main_threshold_arg, run_job, unsure_threshold_arg
 from pulpie_spark.render.fallback import DEFAULT_FALLBACK, FALLBACKS
 from pulpie_spark.resources import SAMPLE_WARC
@@ -51,6 +52,9 @@ class ExtractJob(SparkJob):
         parser.add_argument("--gpu-amount", type=float, default=None,
                             help=f"GPUs per classify task (stage-level profile); default: {GPU_AMOUNT_CONF}, else the cluster's task GPU amount")
         parser.add_argument("--batch-tokens", type=int, default=None, help="classifier token budget per batch")
+        parser.add_argument("--compile", default="auto", choices=COMPILE_CHOICES,
+                            help="torch.compile a transformers encoder: its layers, its MLPs and norms, or none "
+                                 "(default auto: layers on CUDA, none on CPU; docs/BENCHMARKS.md 'GPU encoder')")
         parser.add_argument("--mode", default="overwrite", choices=["overwrite", "append", "error", "ignore"],
                             help="save mode for output and rejects")
         parser.add_argument("--show", type=int, default=1, help="print the Markdown of this many pages")
@@ -67,7 +71,7 @@ class ExtractJob(SparkJob):
         options = ExtractOptions(model=args.model, keep_main_html=args.keep_main_html, drop_html=args.drop_html,
                                  links=args.links,
                                  images=args.images, device=args.device, gpu_amount=gpu_amount,
-                                 batch_tokens=args.batch_tokens, fallback=args.fallback,
+                                 batch_tokens=args.batch_tokens, compile=args.compile, fallback=args.fallback,
                                  main_threshold=args.main_threshold, unsure_threshold=args.unsure_threshold)
         from pulpie_spark.memory import InputTooLarge
 

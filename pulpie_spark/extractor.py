@@ -41,7 +41,7 @@ class Extractor:
         which a page goes to the fallback (None: the model's own, as shipped; a value above
         1: never; the default model's gate is described in docs/model-card.md); ``classifier`` injects an already loaded
         BlockClassifier (shared between extractors); ``model_kwargs`` (max_tokens,
-        batch_tokens, trust_remote_code, ...) go to the loader."""
+        batch_tokens, trust_remote_code, compile, ...) go to the loader."""
         self.fallback = validate_fallback(fallback)
         self.main_threshold = validate_main_threshold(main_threshold)
         self.unsure_threshold = validate_unsure_threshold(unsure_threshold)

@@ -46,6 +46,7 @@ class ExtractOptions:
     device: str | None = None
     gpu_amount: float | None = None
     batch_tokens: int | None = None
+    compile: str = "auto"                    # torch.compile scope of a transformers encoder (auto: layers on CUDA)
     fallback: str = DEFAULT_FALLBACK
     main_threshold: float = MAIN_THRESHOLD   # P(main) at or above which a block is main
     unsure_threshold: float | None = None    # page-gate score sending a page to the fallback (None: the model's)
@@ -158,7 +159,7 @@ def process(df, options: ExtractOptions | None = None):
     df = classify_dataframe(df, options.model, blocks_col=_P + "blocks", paths_col=_P + "block_paths",
                             device=options.device, gpu_amount=options.gpu_amount,
                             batch_tokens=options.batch_tokens, prefix=_P, main_threshold=options.main_threshold,
-                            unsure_threshold=options.unsure_threshold)
+                            unsure_threshold=options.unsure_threshold, compile=options.compile)
     rendered = render_column(F.when(F.col(_P + "classify_error").isNull(), F.col(_P + "map_html")),
                              F.col(_P + "labels"), links=options.links, images=options.images)
     df = df.withColumn(_P + "render", rendered)

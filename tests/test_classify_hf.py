@@ -277,3 +277,40 @@ def test_varlen_kernel_is_checked_before_use(monkeypatch):
     monkeypatch.setattr(packed, "_varlen_attn", None)
     monkeypatch.setattr(packed, "_VARLEN_CHECKED", {})
     assert packed.varlen_kernel_works("cpu", torch.float32) is False
+
+
+@pytest.mark.parametrize("scope", ["mlp", "layers"])
+def test_compiled_encoder_gives_eager_probabilities(random_dir, scope):
+    """torch.compile of the MLPs/norms or of whole layers (packed attention kept eager
+    inside them) changes no label and probabilities only by rounding, across batches of
+    different token counts (dynamic shapes: no recompile per batch)."""
+    import torch._dynamo
+
+    from pulpie_spark.classify.hf import compile_encoder
+
+    pages = _random_pages(seed=5, n_pages=10)
+    eager = load_hf_classifier(str(random_dir), device="cpu", max_tokens=16, batch_tokens=48)
+    want = eager.predict_proba(pages)
+    torch._dynamo.reset()
+    compiled = load_hf_classifier(str(random_dir), device="cpu", max_tokens=16, batch_tokens=48,
+                                  compile=scope)
+    layer = compiled.model.model.layers[0]
+    compiled_modules = [layer] if scope == "layers" else [layer.mlp, layer.input_layernorm]
+    assert all(m._compiled_call_impl is not None for m in compiled_modules)
+    got = compiled.predict_proba(pages[:3])   # compiles
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        got += compiled.predict_proba(pages[3:])   # other token counts, same graphs
+    for x, y in zip(got, want):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-4)
+    assert [list(p >= 0.5) for p in got] == [list(p >= 0.5) for p in want]
+    with pytest.raises(ValueError, match="compile scope"):
+        compile_encoder(compiled.model, "everything")
+    assert compile_encoder(eager.model, "none") == 0
+
+
+def test_compile_scope_counts(random_dir):
+    from pulpie_spark.classify.hf import compile_encoder
+
+    model = load_hf_classifier(str(random_dir), device="cpu").model
+    n_layers = model.config.num_hidden_layers
+    assert compile_encoder(model, "mlp") == 3 * n_layers   # mlp + two norms per layer

@@ -184,3 +184,18 @@ def test_one_long_page_does_not_pad_the_batch():
     for a, b in zip(out["main_probs"], one_call["main_probs"]):
         assert np.array_equal(a, b)
     assert out["labels"].map(len).tolist() == [20 + i for i in range(15)] + [50_000, 0, 0]
+
+
+def test_compile_choice_reaches_the_executor_loader(spark, rigged_dir):
+    """--compile travels in the ModelSpec to the executor's loader (cached per choice);
+    a bad choice fails on the driver before any task runs."""
+    spec = cls_spark.prepare_model(spark, str(rigged_dir), compile="mlp")
+    assert spec.compile == "mlp"
+    compiled = cls_spark.get_classifier(spec)
+    layer = compiled.model.model.layers[0]
+    assert layer.mlp._compiled_call_impl is not None and layer._compiled_call_impl is None
+    plain = cls_spark.get_classifier(cls_spark.prepare_model(spark, str(rigged_dir)))   # auto: none on CPU
+    assert plain is not compiled and plain.model.model.layers[0].mlp._compiled_call_impl is None
+    df = spark.createDataFrame(_pages(3), "doc_id string, url string, blocks array<string>")
+    with pytest.raises(ValueError, match="compile must be one of"):
+        cls_spark.classify_dataframe(df, model=str(rigged_dir), compile="max")

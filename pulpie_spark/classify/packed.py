@@ -109,7 +109,12 @@ def enable_packed_attention(model) -> bool:
         from transformers import AttentionInterface
         from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
-        AttentionInterface.register(PACKED_ATTENTION, packed_attention)
+        import torch
+
+        # Behind compiler.disable: an encoder layer compiled around it (hf.compile_encoder)
+        # breaks its graph here instead of tracing the chunk boundaries (Python ints that
+        # would recompile per batch); in an eager model the wrapper does nothing.
+        AttentionInterface.register(PACKED_ATTENTION, torch.compiler.disable(packed_attention))
         # SDPA's mask builder: packed calls pass no attention_mask (so it builds none), and
         # an ordinary call with padding gets the mask plain SDPA would.
         AttentionMaskInterface.register(PACKED_ATTENTION, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])

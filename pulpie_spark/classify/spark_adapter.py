@@ -32,6 +32,7 @@ import numpy as np
 
 from pulpie_spark import reasons
 from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold, validate_unsure_threshold
+from pulpie_spark.classify.hf import resolve_compile_scope
 from pulpie_spark.classify.registry import DEFAULT_MODEL, resolve_model_name
 from pulpie_spark.memory import release_freed_memory
 from pulpie_spark.page import MAX_PADDED_BLOCKS, classify_error, classify_pages, is_missing, labels_from_probs
@@ -51,6 +52,7 @@ class ModelSpec:
     archive: str | None = None   # SparkFiles name of a shipped checkpoint
     device: str | None = None
     batch_tokens: int | None = None
+    compile: str = "auto"        # torch.compile scope of an HF encoder (hf.resolve_compile_scope)
 
 
 # ---------------------------------------------------------------------------- driver side
@@ -112,23 +114,24 @@ def _local_hub_snapshot(repo_id: str) -> Path | None:
 
 
 def prepare_model(spark, model: str, *, device: str | None = None,
-                  batch_tokens: int | None = None) -> ModelSpec:
+                  batch_tokens: int | None = None, compile: str = "auto") -> ModelSpec:
     resolved = resolve_model_name(model)
+    runtime = dict(device=device, batch_tokens=batch_tokens, compile=compile)
     if resolved == DEFAULT_MODEL:   # shipped inside the package on every executor
-        return ModelSpec(DEFAULT_MODEL, DEFAULT_MODEL, device=device, batch_tokens=batch_tokens)
+        return ModelSpec(DEFAULT_MODEL, DEFAULT_MODEL, **runtime)
     if resolved.startswith(SHARED_FS_PREFIXES):
         path = "/dbfs/" + resolved[len("dbfs:/"):].lstrip("/") if resolved.startswith("dbfs:/") else resolved
-        return ModelSpec(path, resolved, device=device, batch_tokens=batch_tokens)
+        return ModelSpec(path, resolved, **runtime)
     local = Path(resolved).expanduser()
     if local.is_dir():
         alias = ship_directory(spark, local.resolve())
-        return ModelSpec(resolved, resolved, archive=alias, device=device, batch_tokens=batch_tokens)
+        return ModelSpec(resolved, resolved, archive=alias, **runtime)
     snapshot = _local_hub_snapshot(resolved)
     if snapshot is not None:
         alias = ship_directory(spark, snapshot)
-        return ModelSpec(resolved, resolved, archive=alias, device=device, batch_tokens=batch_tokens)
+        return ModelSpec(resolved, resolved, archive=alias, **runtime)
     # Not here: executors try the Hub themselves; offline, rows get classify_error.
-    return ModelSpec(resolved, resolved, device=device, batch_tokens=batch_tokens)
+    return ModelSpec(resolved, resolved, **runtime)
 
 
 def _conf(spark, key: str) -> str | None:
@@ -217,19 +220,22 @@ def output_schema(df, prefix: str = ""):
 def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks",
                        paths_col: str = "block_paths", device: str | None = None,
                        gpu_amount: float | None = None, batch_tokens: int | None = None, prefix: str = "",
-                       main_threshold: float = MAIN_THRESHOLD, unsure_threshold: float | None = None):
+                       main_threshold: float = MAIN_THRESHOLD, unsure_threshold: float | None = None,
+                       compile: str = "auto"):
     """Add ``labels``, ``main_probs``, ``model_id``, ``classify_error``, ``unsure_page`` (each
     behind ``prefix``, so a pipeline can keep input columns of those names); an input column
     of the same name is replaced. ``labels`` are 1 where ``main_probs`` >= ``main_threshold``;
     ``unsure_page`` is the page gate's verdict at ``unsure_threshold`` (page.classify_pages;
-    null for a model without a gate)."""
+    null for a model without a gate). ``compile``: torch.compile scope of a transformers
+    encoder (``auto``: its layers on CUDA; hf.resolve_compile_scope)."""
     main_threshold = validate_main_threshold(main_threshold)
     unsure_threshold = validate_unsure_threshold(unsure_threshold)
     if blocks_col not in df.columns:
         raise ValueError(f"classify_dataframe: no column {blocks_col!r} in {df.columns}")
     spark = df.sparkSession
     _warn_on_unbounded_arrow_batches(spark)
-    spec = prepare_model(spark, model, device=device, batch_tokens=batch_tokens)
+    resolve_compile_scope(compile, "cpu")   # a bad choice fails here, not on the executors
+    spec = prepare_model(spark, model, device=device, batch_tokens=batch_tokens, compile=compile)
     keep = [c for c in df.columns if c not in {prefix + c for c in OUTPUT_COLUMNS}]
     fn = functools.partial(classify_batches, spec=spec, blocks_col=blocks_col,
                            paths_col=paths_col if paths_col in df.columns else None, keep=keep, prefix=prefix,
@@ -300,11 +306,12 @@ def get_classifier(spec: ModelSpec):
 
     path = _model_path(spec)
     device = task_device(spec.device)
-    key = (path, device, spec.batch_tokens)
+    key = (path, device, spec.batch_tokens, spec.compile)
     if key not in _MODEL_CACHE:
         kwargs = {"batch_tokens": spec.batch_tokens} if spec.batch_tokens and path != DEFAULT_MODEL else {}
         if path != DEFAULT_MODEL:
             kwargs["model_id"] = spec.model_id
+            kwargs["compile"] = spec.compile
         try:
             _MODEL_CACHE[key] = load_classifier(path, device=device, **kwargs)
         except Exception as exc:  # remembered: one failed load per worker, not one per batch
