@@ -124,11 +124,15 @@ def test_api_and_spark_send_the_same_pages(spark, tmp_path):
             assert [r.fallback_used for r in api] == [True, True, False] and api[2].error is None
 
 
-def test_loso_gate_stage_sends_pages_and_writes_the_gate(tmp_path):
+@pytest.mark.parametrize("fallback", ["trafilatura", "resiliparse"])
+def test_loso_gate_stage_sends_pages_and_writes_the_gate(tmp_path, fallback):
+    """The gate learns where the run's fallback beats the model (that extractor's text, not
+    the other baseline's) and sends those pages to it; every page keeps its gate score."""
     import pandas as pd
 
-    from pulpie_spark.evaluate.loso import GATE_FEATURES_COLUMN, GATELESS, apply_page_gate
+    from pulpie_spark.evaluate.loso import GATE_FEATURES_COLUMN, GATE_SCORE_COLUMN, GATELESS, apply_page_gate
 
+    other = "resiliparse" if fallback == "trafilatura" else "trafilatura"
     rng = np.random.default_rng(5)
     article = (DATA / "cls_daringfireball-1.html").read_bytes()
     rows = []
@@ -139,15 +143,29 @@ def test_loso_gate_stage_sends_pages_and_writes_the_gate(tmp_path):
         rows.append({"fold": f"f{i % 4}", "reference": "the quick brown fox jumps over the lazy dog " * 5,
                      "model_text": "nothing like it at all here" if bad else "the quick brown fox jumps over the lazy dog " * 5,
                      "model_cpu_seconds": 0.01, "model_error": None,
-                     "trafilatura_text": "the quick brown fox jumps over the lazy dog " * 5,
+                     f"{fallback}_text": "the quick brown fox jumps over the lazy dog " * 5,
+                     f"{other}_text": "nothing like it at all here",   # never better: must not drive the gate
                      GATE_FEATURES_COLUMN: None if i == 3 else features.tolist()})
     pages = pd.DataFrame(rows, index=range(100, 190))
     html = pd.Series([article] * 90, index=pages.index)
-    gated, summary = apply_page_gate(pages, html, 0.5, tmp_path)
+    gated, summary = apply_page_gate(pages, html, 0.5, tmp_path, fallback=fallback)
     sent = gated["model_text"] != pages["model_text"]
+    assert summary["fallback"] == fallback
     assert summary["pages_sent"] == int(sent.sum()) and 20 <= summary["pages_sent"] <= 35
+    assert ((gated[GATE_SCORE_COLUMN] >= 0.5) == sent).all() and np.isnan(gated.at[103, GATE_SCORE_COLUMN])
     assert not sent.loc[103]                      # no gate features: never sent
     assert sent[[i % 3 == 0 for i in range(90)]].mean() > 0.9 and not sent[[i % 3 != 0 for i in range(90)]].any()
     assert (gated.loc[sent, "model_cpu_seconds"] > 0.01).all()
     assert (gated[f"{GATELESS}_text"] == pages["model_text"]).all()
     assert load_page_gate(tmp_path).threshold == 0.5 and (tmp_path / GATE_FILE).exists()
+    with pytest.raises(ValueError):
+        apply_page_gate(pages, html, 0.5, tmp_path, fallback="none")
+
+
+def test_loso_refuses_a_gate_without_a_fallback_before_training(tmp_path):
+    from pulpie_spark.evaluate.loso import run_loso
+
+    # the input does not exist: the refusal must come before anything is read or trained
+    with pytest.raises(ValueError, match="extracts nothing"):
+        run_loso(tmp_path / "missing", tmp_path / "out", train_config={}, fallback="none", page_gate=0.3)
+    assert not (tmp_path / "out").exists()

@@ -213,6 +213,7 @@ def build_feature_cache(table: pd.DataFrame, cache_path: str | os.PathLike, *, w
 
 GATE_FEATURES_COLUMN = f"{MODEL}_gate_features"
 GATELESS = "model_without_gate"   # --page-gate: the fold models' own output next to the gated one
+GATE_SCORE_COLUMN = "gate_score"   # --page-gate: each page's gate score from the gate fitted without its fold
 
 
 def _gate_features(classifier, html) -> list[float] | None:
@@ -347,6 +348,9 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     Returns {"pages", "scores", "folds", "summary", "markdown"}.
     """
     started = time.perf_counter()
+    if page_gate is not None:   # refuse --page-gate with --fallback none before the folds train, not after
+        from pulpie_spark.render.fallback import fallback_extractor
+        fallback_extractor(fallback)
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     table = load_sources(input_path, sources=sources, limit_per_source=limit_per_source)
@@ -430,7 +434,7 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
     pages = pages.rename(columns={"gold_text": "reference"})
     gate_summary = None
     if page_gate is not None:
-        pages, gate_summary = apply_page_gate(pages, table["html"], page_gate, out)
+        pages, gate_summary = apply_page_gate(pages, table["html"], page_gate, out, fallback=fallback)
     pages["non_english"] = np.where(pages["lang"].isin(["en", "unknown"]), None, "non-English (known lang)")
 
     extractors = (EXTRACTORS + ((GATELESS,) if page_gate is not None else ())
@@ -452,8 +456,8 @@ def run_loso(input_path: str | os.PathLike, output: str | os.PathLike, *, train_
                     "train_only_pages": {s: int(n) for s, n in train_only_table["source"].value_counts().sort_index().items()},
                     "wall_seconds": round(time.perf_counter() - started, 1)})
     markdown = format_markdown(scores, summary)
-    pages.drop(columns=[c for c in pages.columns if c.endswith(("_shingle", "_shingle_cjk"))
-                        or c == GATE_FEATURES_COLUMN]).to_parquet(
+    # The gate statistics stay (12 floats a page): other gates can be fitted from pages.parquet.
+    pages.drop(columns=[c for c in pages.columns if c.endswith(("_shingle", "_shingle_cjk"))]).to_parquet(
         out / "pages.parquet", index=False)
     dropped.to_csv(out / "duplicates.csv", index=False)
     if conventions is not None:
@@ -532,13 +536,17 @@ def label_conventions(pages: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def apply_page_gate(pages: pd.DataFrame, html: pd.Series, threshold: float, out: Path) -> tuple[pd.DataFrame, dict]:
+def apply_page_gate(pages: pd.DataFrame, html: pd.Series, threshold: float, out: Path, *,
+                    fallback: str = TRAFILATURA) -> tuple[pd.DataFrame, dict]:
     """The page gate, leave-one-fold-out: for each fold, a gate fitted on the other folds'
-    pages (whether trafilatura's text beats the fold model's there by GATE_MARGIN shingle F1)
-    decides which of its pages take the fallback; those pages get the fallback's text and
-    its CPU time added. Also writes the gate fitted on every fold's pages to ``out``."""
+    pages (whether the fallback's text beats the fold model's there by GATE_MARGIN shingle F1;
+    the fallback is one of the run's baselines, trafilatura or resiliparse) decides which of
+    its pages take the fallback; those pages get the fallback's text and its CPU time added.
+    Also writes the gate fitted on every fold's pages to ``out``."""
     from pulpie_spark.classify.blockmodel.gate import GATE_MARGIN, fit_page_gate
-    from pulpie_spark.render.fallback import trafilatura_extract
+    from pulpie_spark.render.fallback import fallback_extractor
+
+    extract = fallback_extractor(fallback)   # "none" is refused: a gate needs somewhere to send pages
 
     pages = pages.copy()
     pages[f"{GATELESS}_text"] = pages[f"{MODEL}_text"]
@@ -550,28 +558,31 @@ def apply_page_gate(pages: pd.DataFrame, html: pd.Series, threshold: float, out:
         return np.array([shingle_scores([shingle_tp_fp_fn(t, r)])["f1"]
                          for t, r in zip(texts.fillna("").tolist(), refs)])
 
-    better = (f1(pages[TRAFILATURA + "_text"]) - f1(pages[f"{MODEL}_text"]) > GATE_MARGIN).astype(np.float64)
+    better = (f1(pages[f"{fallback}_text"]) - f1(pages[f"{MODEL}_text"]) > GATE_MARGIN).astype(np.float64)
     has = pages[GATE_FEATURES_COLUMN].notna().to_numpy()
     features = np.array([f if f is not None else [] for f in pages[GATE_FEATURES_COLUMN]], dtype=object)
     sent = np.zeros(len(pages), dtype=bool)
+    scores = np.full(len(pages), np.nan)   # each page's nested gate score (other thresholds, offline)
     folds = pages["fold"].to_numpy()
     for fold in sorted(set(folds)):
         train = has & (folds != fold)
         gate = fit_page_gate(np.stack(features[train]), better[train], threshold=threshold)
         held = np.flatnonzero(has & (folds == fold))
         if len(held):
-            sent[held] = gate.score(np.stack(features[held])) >= threshold
+            scores[held] = gate.score(np.stack(features[held]))
+            sent[held] = scores[held] >= threshold
+    pages[GATE_SCORE_COLUMN] = scores
     for position in np.flatnonzero(sent):
         idx = pages.index[position]
         cpu = time.process_time()
-        result = trafilatura_extract(html.loc[idx])
+        result = extract(html.loc[idx])
         pages.at[idx, f"{MODEL}_cpu_seconds"] += time.process_time() - cpu
         if result.error is None:   # as page.extract_pages: a failed fallback keeps the model's text
             pages.at[idx, f"{MODEL}_text"] = result.text
     final = fit_page_gate(np.stack(features[has]), better[has], threshold=threshold,
                           fitted_on=f"{int(has.sum())} held-out pages of {len(set(folds))} LOSO folds")
     final.save(out)
-    summary = {"threshold": threshold, "margin": GATE_MARGIN, "pages_sent": int(sent.sum()),
+    summary = {"threshold": threshold, "margin": GATE_MARGIN, "fallback": fallback, "pages_sent": int(sent.sum()),
                "share_sent": round(float(sent.mean()), 4),
                "sent_by_fold": {f: int(sent[folds == f].sum()) for f in sorted(set(folds))}}
     return pages, summary
