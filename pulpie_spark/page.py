@@ -133,11 +133,20 @@ def classify_pages(classifier, pages: Sequence[Sequence[str]], paths: Sequence[S
     return probs, errors, unsure
 
 
-def labels_from_probs(probs, threshold: float | None = None) -> np.ndarray:
-    """1 (main) where P(main) >= ``threshold`` (default MAIN_THRESHOLD), else 0."""
+def labels_from_probs(probs, threshold: float | None = None, paths: Sequence[str | None] | None = None) -> np.ndarray:
+    """1 (main) where P(main) >= ``threshold`` (default MAIN_THRESHOLD), else 0; with the
+    blocks' ``paths``, 0 also for the blocks the output convention leaves out (captions, text
+    hidden by a class: classify/conventions.py), whatever their P(main)."""
     from pulpie_spark.classify.base import MAIN_THRESHOLD
+    from pulpie_spark.classify.conventions import never_main_blocks
 
-    return (np.asarray(probs, dtype=np.float32) >= np.float32(threshold or MAIN_THRESHOLD)).astype(np.int32)
+    probs = np.asarray(probs, dtype=np.float32)
+    labels = (probs >= np.float32(threshold or MAIN_THRESHOLD)).astype(np.int32)
+    main = np.flatnonzero(labels)
+    if paths is not None and len(main):   # only the main blocks' paths need the test
+        main_paths = [paths[i] if i < len(paths) else None for i in main]
+        labels[main[never_main_blocks(main_paths, len(main))]] = 0
+    return labels
 
 
 def _free_accelerator_memory() -> None:
@@ -253,7 +262,7 @@ def extract_pages(htmls: Sequence, classifier, *, charsets: Sequence | None = No
                "n_main": 0, "error": None, "fallback_reason": None, "fallback_used": False}
         rendered = {"render_error": None}
         if seg["seg_error"] is None and cls_error is None:
-            out["labels"] = labels_from_probs(p, main_threshold).tolist()
+            out["labels"] = labels_from_probs(p, main_threshold, seg["block_paths"]).tolist()
             rendered = render_page(seg["map_html"], out["labels"], links=links, images=images)
             out.update(main_html=rendered["main_html"], markdown=rendered["markdown"], text=rendered["text"],
                        n_main=rendered["n_main"] or 0)

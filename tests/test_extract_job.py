@@ -16,7 +16,7 @@ from helpers_data import load_job
 from helpers_models import save_tiny_classifier
 from pulpie_spark.ingest.warc import read_warc_file
 from pulpie_spark.spark_pipeline import ExtractOptions, run_extract
-from pulpie_spark.page import render_page
+from pulpie_spark.page import labels_from_probs, render_page
 from pulpie_spark.page import segment_page
 from pulpie_spark.reasons import NO_BLOCKS
 from pulpie_spark.resources import SAMPLE_WARC
@@ -76,7 +76,9 @@ def _expected_by_page(model_dir: str, pages: list[dict]) -> dict:
     out = {}
     for page in pages:
         seg = segment_page(page["html"])
-        labels = classifier.predict([seg["blocks"]], [seg["block_paths"]])[0]
+        # the threshold, then the output convention (captions, class-hidden blocks) by the paths
+        labels = labels_from_probs(classifier.predict_proba([seg["blocks"]], [seg["block_paths"]])[0], None,
+                                   seg["block_paths"])
         out[page["url"]] = (len(seg["blocks"]), render_page(seg["map_html"], labels))
     return out
 

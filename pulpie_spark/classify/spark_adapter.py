@@ -224,7 +224,8 @@ def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks"
                        compile: str = "auto"):
     """Add ``labels``, ``main_probs``, ``model_id``, ``classify_error``, ``unsure_page`` (each
     behind ``prefix``, so a pipeline can keep input columns of those names); an input column
-    of the same name is replaced. ``labels`` are 1 where ``main_probs`` >= ``main_threshold``;
+    of the same name is replaced. ``labels`` are 1 where ``main_probs`` >= ``main_threshold``
+    and the block's path is not one the output convention leaves out (classify/conventions.py);
     ``unsure_page`` is the page gate's verdict at ``unsure_threshold`` (page.classify_pages;
     null for a model without a gate). ``compile``: torch.compile scope of a transformers
     encoder (``auto``: its layers on CUDA; hf.resolve_compile_scope)."""
@@ -344,7 +345,8 @@ def classify_frame(pdf, classifier, *, blocks_col: str, paths_col: str | None,
         probs, errors, unsure = classify_pages(classifier, pages, paths, max_padded_blocks=max_padded_blocks,
                                                unsure_threshold=unsure_threshold)
     out = pdf.copy(deep=False)
-    out[prefix + "labels"] = [labels_from_probs(p, main_threshold) for p in probs]
+    out[prefix + "labels"] = [labels_from_probs(p, main_threshold, paths[i] if paths is not None else None)
+                              for i, p in enumerate(probs)]
     out[prefix + "main_probs"] = probs
     out[prefix + "model_id"] = model_id
     out[prefix + "classify_error"] = errors

@@ -1,0 +1,117 @@
+"""The output convention: captions and text hidden by a class are never main, whatever the model says."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pulpie_spark.classify import spark_adapter as cls_spark
+from pulpie_spark.classify.conventions import never_main_blocks
+from pulpie_spark.extractor import Extractor
+from pulpie_spark.page import labels_from_probs, segment_page
+
+PAGE = """<html><body><article class="story"><h1>Quarks set free</h1>
+<p>Under extreme conditions quarks may become deconfined and exist as free particles.</p>
+<figure><img src="plasma.jpg"><figcaption>A caption under the picture of the collider.</figcaption></figure>
+<div class="visually-hidden">Article content</div>
+<p class="sr-only">Screen reader note on the story.</p>
+<div class="d-none d-md-block"><p>A paragraph shown on desktop screens only.</p></div>
+<div class="overflow-hidden"><p>A paragraph in a clipped box that readers see.</p></div>
+<p>This phase of matter is called quark-gluon plasma.</p></article></body></html>"""
+
+
+class EverythingIsMain:
+    model_id = "test/everything"
+
+    def predict_proba(self, pages, paths=None):
+        return [np.full(len(p), 0.9, dtype=np.float32) for p in pages]
+
+
+@pytest.mark.parametrize("path, excluded", [
+    ("html > body > article.story > p", False),
+    ("html > body > article > figure > figcaption", True),
+    ("html > body > article > figure > figcaption.image-caption > p", True),
+    ("html > body > FIGCAPTION#credit", True),
+    ("html > body > div.visually-hidden", True),
+    ("html > body > div.intro-body.hidden > p", True),
+    ("html > body > p.sr-only", True),
+    ("html > body > span.screen-reader-text", True),
+    ("html > body > div.invisible > p", True),
+    ("html > body > span.show-for-sr", True),              # Foundation's screen-reader class
+    ("html > body > div.Visually-Hidden > p", True),        # class names in any case
+    ("html > body > div.d-none.d-md-block > p", False),     # shown from medium screens up
+    ("html > body > div.hidden.md:flex", False),             # Tailwind: the same
+    ("html > body > div.d-none.d-print-block > p", True),    # shown on paper only
+    ("html > body > div.hidden-xs > p", False),              # hidden on phones only
+    ("html > body > div.md:hidden > p", False),
+    ("html > body > div.overflow-hidden > p", False),        # a clipping box, not a hidden one
+    ("html > body > div.hidden-content-toggle > p", False),  # a name, not the class
+    ("html > body > div#hidden > p", False),                 # an id carries no CSS of a framework
+    ("", False),
+    (None, False),
+])
+def test_never_main_blocks_by_path(path, excluded):
+    assert never_main_blocks([path], 1).tolist() == [excluded]
+
+
+def test_never_main_blocks_without_paths_or_with_too_few():
+    assert never_main_blocks(None, 3).tolist() == [False] * 3
+    assert never_main_blocks([], 2).tolist() == [False] * 2
+    # paths shorter than the blocks: the blocks past the end are not excluded
+    assert never_main_blocks(["html > body > figcaption"], 3).tolist() == [True, False, False]
+    assert never_main_blocks(["html > body > figcaption", "html > body > p"], 1).tolist() == [True]
+
+
+def test_labels_from_probs_applies_the_convention_only_with_paths():
+    probs = np.array([0.9, 0.9, 0.2, 0.7], dtype=np.float32)
+    paths = ["html > body > p", "html > body > figure > figcaption", "html > body > p.sr-only",
+             "html > body > div.hidden > p"]
+    assert labels_from_probs(probs, 0.5).tolist() == [1, 1, 0, 1]
+    assert labels_from_probs(probs, 0.5, paths).tolist() == [1, 0, 0, 0]
+    assert labels_from_probs(probs, 0.8, paths).tolist() == [1, 0, 0, 0]
+    assert labels_from_probs(np.zeros(0, dtype=np.float32), 0.5, []).tolist() == []
+
+
+def test_extractor_leaves_captions_and_hidden_text_out():
+    result = Extractor(classifier=EverythingIsMain(), fallback="none").extract(PAGE)
+    for kept in ("Quarks set free", "deconfined", "quark-gluon plasma", "shown on desktop", "clipped box"):
+        assert kept in result.text and kept in result.markdown
+    for dropped in ("caption under the picture", "Article content", "Screen reader note"):
+        assert dropped not in result.text and dropped not in result.markdown and dropped not in result.html
+    seg = segment_page(PAGE)
+    assert result.labels == [0 if e else 1 for e in never_main_blocks(seg["block_paths"], len(seg["blocks"]))]
+    assert result.n_main == sum(result.labels) < len(result.labels)
+
+
+def test_spark_classify_frame_labels_equal_the_api():
+    seg = segment_page(PAGE)
+    pdf = pd.DataFrame({"blocks": [np.array(seg["blocks"], dtype=object)],
+                        "block_paths": [np.array(seg["block_paths"], dtype=object)]})
+    out = cls_spark.classify_frame(pdf, EverythingIsMain(), blocks_col="blocks", paths_col="block_paths",
+                                   model_id="test/everything")
+    api = Extractor(classifier=EverythingIsMain(), fallback="none").extract(PAGE)
+    assert list(out["labels"][0]) == api.labels
+    assert np.allclose(out["main_probs"][0], 0.9)   # the probabilities stay the model's
+    # without a paths column the convention cannot be applied: the threshold alone decides
+    bare = cls_spark.classify_frame(pdf[["blocks"]], EverythingIsMain(), blocks_col="blocks", paths_col=None,
+                                    model_id="test/everything")
+    assert list(bare["labels"][0]) == [1] * len(seg["blocks"])
+
+
+def test_a_page_of_captions_only_falls_back():
+    page = "<html><body><figure><figcaption>Only a caption here, nothing else on the page.</figcaption></figure></body></html>"
+    result = Extractor(classifier=EverythingIsMain(), fallback="trafilatura").extract(page)
+    assert result.n_main == 0 and result.fallback_reason is not None
+
+
+def test_every_hiding_class_passes_the_prefilter():
+    """The substring prefilter (``_MAYBE``) must not skip a path that the element test would match."""
+    from pulpie_spark.classify import conventions
+
+    names = ("hidden", "is-hidden", "u-hidden", "visually-hidden", "visuallyhidden", "sr-only",
+             "screen-reader-text", "screen-reader-only", "screenreader-text", "screenreader", "d-none",
+             "element-invisible", "invisible", "hide", "a11y-hidden", "offscreen", "show-for-sr")
+    for name in names:
+        assert conventions._HIDING_CLASS.fullmatch(name), name
+        assert never_main_blocks([f"html > body > div.{name.upper()} > p"], 1).tolist() == [True], name
