@@ -262,3 +262,38 @@ def test_distilling_from_teachers_of_other_seeds_matches_the_steps_done_by_hand(
     assert any(not torch.equal(a, b) for a, b in zip(student.state_dict().values(), plain.state_dict().values()))
     with pytest.raises(ValueError, match="teacher"):
         train_from_cache(frame, TrainConfig(teachers=1, **base), distill=True)
+
+
+def test_resampled_epochs_train_each_epoch_on_its_own_seeded_sample(tmp_path):
+    base = dict(batch_pages=2, seed=5, max_pages_per_source=3, model=BlockModelConfig(n_buckets=1024, hidden=16, embed_dim=8))
+    frame = _cache_frame()
+    model, report, train_rows, dev_rows = train_from_cache(frame, TrainConfig(epochs=2, resample_epochs=True, **base),
+                                                           output_dir=tmp_path / "m")
+    # by hand: epoch 0 on seed 5's sample (the rows returned), epoch 1 on seed 6's
+    second, _ = training_rows(frame, 3, 6)
+    assert set(second.page_id) != set(train_rows.page_id)
+    by_hand, _ = train_model(frame_to_examples(train_rows), frame_to_examples(dev_rows),
+                             TrainConfig(epochs=2, resample_epochs=True, **base),
+                             epoch_train=lambda epoch: frame_to_examples(training_rows(frame, 3, 5 + epoch)[0]))
+    for (name, a), (_, b) in zip(model.state_dict().items(), by_hand.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert report["train_pages_seen"] == len(set(train_rows.page_id) | set(second.page_id)) > report["train_pages"] == 6
+    saved = json.loads((tmp_path / "m" / "config.json").read_text())["training"]
+    assert saved["config"]["resample_epochs"] is True and saved["train_pages_seen"] == report["train_pages_seen"]
+    plain, plain_report, _, _ = train_from_cache(frame, TrainConfig(epochs=2, **base))
+    assert plain_report["train_pages_seen"] == plain_report["train_pages"] == 6
+    # without dev pages the last epoch is kept: the second sample changes the model
+    no_dev = frame.assign(split="train")
+    assert set(training_rows(no_dev, 3, 5)[0].page_id) != set(training_rows(no_dev, 3, 6)[0].page_id)
+    resampled, _, _, _ = train_from_cache(no_dev, TrainConfig(epochs=2, resample_epochs=True, **base))
+    plain, _, _, _ = train_from_cache(no_dev, TrainConfig(epochs=2, **base))
+    assert any(not torch.equal(a, b) for a, b in zip(resampled.state_dict().values(), plain.state_dict().values()))
+    # one epoch: only epoch 0's sample, the plain recipe's model
+    one, _, _, _ = train_from_cache(frame, TrainConfig(epochs=1, resample_epochs=True, **base))
+    one_plain, _, _, _ = train_from_cache(frame, TrainConfig(epochs=1, **base))
+    for (name, a), (_, b) in zip(one.state_dict().items(), one_plain.state_dict().items()):
+        assert torch.equal(a, b), name
+    with pytest.raises(ValueError, match="max_pages_per_source"):
+        train_from_cache(frame, TrainConfig(epochs=2, resample_epochs=True, **{**base, "max_pages_per_source": None}))
+    with pytest.raises(ValueError, match="resample_epochs"):
+        train_from_cache(frame, TrainConfig(epochs=2, resample_epochs=True, teachers=1, **base))

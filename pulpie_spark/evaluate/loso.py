@@ -309,7 +309,7 @@ def _run_fold(task: dict) -> dict:
             "train_keys": [f"{s}/{p}" for s, p in zip(train_rows["source"], train_rows["page_id"])],
             "dev_keys": [f"{s}/{p}" for s, p in zip(dev_rows["source"], dev_rows["page_id"])],
             "train_sources": sorted(set(train_rows["source"])), "train_pages": len(train_rows),
-            "dev_pages": len(dev_rows), "best_epoch": report["best_epoch"],
+            "train_pages_seen": report["train_pages_seen"], "dev_pages": len(dev_rows), "best_epoch": report["best_epoch"],
             "epochs_run": len(report["history"]), "train_seconds": report["seconds"],
             "train_cpu_seconds": round(train_cpu, 1)}
 

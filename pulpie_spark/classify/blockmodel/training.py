@@ -18,6 +18,10 @@ probabilities and the word count of each block (for the word-weighted dev score)
   weights and batch order), and the model kept is distilled from the mean of their
   P(main) on its training pages: one model's size and speed, trained towards an
   ensemble's less seed-dependent decisions.
+* ``resample_epochs`` (with ``max_pages_per_source``, ``train_from_cache``): epoch e trains
+  on its own seeded sample of the capped sources (seed ``seed + e``; epoch 0 is the usual
+  sample), so the model sees more of the large sources' pages while every epoch keeps the
+  sources' balance (a higher cap shifts that balance towards the large English sets).
 * reproducible: seeded torch + numpy shuffling, deterministic algorithms, a fixed
   thread count (``threads``; the result does not depend on the machine's core count).
 * distributed: when launched with ``WORLD_SIZE > 1`` (TorchDistributor / torchrun) each
@@ -33,7 +37,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -66,6 +70,7 @@ class TrainConfig:
     token_dropout: float = 0.0           # share of a block's hashed tokens dropped per training step
     ema_decay: float = 0.0               # > 0: evaluate and keep an exponential moving average of the weights
     teachers: int = 0                    # > 0: distil from the mean of this many models of other seeds (train_from_cache)
+    resample_epochs: bool = False        # each epoch its own seeded per-source sample (train_from_cache)
     device: str = "cpu"
     model: BlockModelConfig = field(default_factory=BlockModelConfig)
 
@@ -188,10 +193,14 @@ def _loss(logits, labels, teacher, class_weight, cfg: TrainConfig):
 
 
 def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: TrainConfig,
-                output_dir: str | os.PathLike | None = None, distill: bool = False) -> tuple[BlockSequenceModel, dict]:
+                output_dir: str | os.PathLike | None = None, distill: bool = False,
+                epoch_train: Callable[[int], Sequence[PageExample]] | None = None
+                ) -> tuple[BlockSequenceModel, dict]:
     """Train (or distil, when ``distill`` and examples carry ``teacher``) and return (model, report).
 
-    Under torchrun / TorchDistributor (``WORLD_SIZE`` > 1) each rank trains on its shard.
+    ``epoch_train``: the training pages of epoch e >= 1 (``train`` is epoch 0's); the class
+    weight is set from epoch 0's blocks. Under torchrun / TorchDistributor (``WORLD_SIZE`` > 1)
+    each rank trains on its shard.
     """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -205,12 +214,25 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
     if device.startswith("cuda") and ddp:
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
 
-    train_w = _windows(train, cfg.max_blocks)
+    def windows_of(pages: Sequence[PageExample]) -> list[PageExample]:
+        windows = _windows(pages, cfg.max_blocks)
+        if distill and any(e.teacher is None for e in windows):
+            raise ValueError("distillation needs teacher probabilities on every training page")
+        return windows[rank::world] if ddp else windows
+
+    def steps_of(windows: Sequence[PageExample]) -> int:
+        # Same number of steps on every rank (DDP needs matching collectives).
+        steps = len(_length_bucketed_batches(windows, cfg.batch_pages, np.random.RandomState(0)))
+        if ddp:
+            import torch.distributed as dist
+
+            steps_t = torch.tensor([steps], device=device)
+            dist.all_reduce(steps_t, op=dist.ReduceOp.MIN)
+            steps = int(steps_t.item())
+        return steps
+
+    train_w = windows_of(train)
     dev_w = _windows(dev, cfg.max_blocks)
-    if distill and any(e.teacher is None for e in train_w):
-        raise ValueError("distillation needs teacher probabilities on every training page")
-    if ddp:
-        train_w = train_w[rank::world]
     labels_all = np.concatenate([e.labels for e in train_w]) if train_w else np.zeros(0)
     n_main = int((labels_all == 1).sum())
     n_other = int((labels_all == 0).sum())
@@ -231,15 +253,11 @@ def train_model(train: Sequence[PageExample], dev: Sequence[PageExample], cfg: T
     averaged = _WeightAverage(model, cfg.ema_decay) if cfg.ema_decay > 0 else None
     history = []
     start = time.perf_counter()
-    # Same number of steps on every rank (DDP needs matching collectives).
-    steps = len(_length_bucketed_batches(train_w, cfg.batch_pages, np.random.RandomState(0)))
-    if ddp:
-        import torch.distributed as dist
-
-        steps_t = torch.tensor([steps], device=device)
-        dist.all_reduce(steps_t, op=dist.ReduceOp.MIN)
-        steps = int(steps_t.item())
+    steps = steps_of(train_w)
     for epoch in range(cfg.epochs):
+        if epoch > 0 and epoch_train is not None:
+            train_w = windows_of(epoch_train(epoch))
+            steps = steps_of(train_w)
         model.train()
         batches = _length_bucketed_batches(train_w, cfg.batch_pages, rng)
         total = 0.0
@@ -339,12 +357,29 @@ def train_from_cache(frame: pd.DataFrame, cfg: TrainConfig, output_dir: str | os
     ``cfg.teachers`` = K > 0 the K teachers of the module doc are trained first (not saved)
     and the returned model is distilled from their mean probabilities; ``distill`` (a
     teacher column already in the cache, e.g. a Pulpie checkpoint's) cannot be combined
-    with it."""
+    with it. With ``cfg.resample_epochs`` epoch e >= 1 trains on ``training_rows`` with seed
+    ``seed + e``; the train rows returned are epoch 0's, and the report counts the distinct
+    train pages of all epochs run (``train_pages_seen``)."""
     train_rows, dev_rows = training_rows(frame, cfg.max_pages_per_source, cfg.seed)
     train, dev = frame_to_examples(train_rows), frame_to_examples(dev_rows)
     if cfg.teachers <= 0:
-        model, report = train_model(train, dev, cfg, output_dir=output_dir, distill=distill)
+        epoch_train, seen = None, set(zip(train_rows["source"], train_rows["page_id"]))
+        if cfg.resample_epochs:
+            if not cfg.max_pages_per_source:
+                raise ValueError("resample_epochs draws a sample per epoch: set max_pages_per_source")
+
+            def epoch_train(epoch: int) -> list[PageExample]:
+                rows, _ = training_rows(frame, cfg.max_pages_per_source, cfg.seed + epoch)
+                seen.update(zip(rows["source"], rows["page_id"]))
+                return frame_to_examples(rows)
+
+        model, report = train_model(train, dev, cfg, distill=distill, epoch_train=epoch_train)
+        report["train_pages_seen"] = len(seen)
+        if output_dir is not None and int(os.environ.get("RANK", "0")) == 0:
+            _save_trained(model, output_dir, report)
         return model, report, train_rows, dev_rows
+    if cfg.resample_epochs:
+        raise ValueError("teachers > 0 predicts on one fixed sample: drop resample_epochs")
     if distill:
         raise ValueError("teachers > 0 distils from its own teachers: drop the cache's teacher (--teacher)")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -361,6 +396,7 @@ def train_from_cache(frame: pd.DataFrame, cfg: TrainConfig, output_dir: str | os
         example.teacher = np.mean([p[i] for p in probs], axis=0).astype(np.float32)
     model, report = train_model(train, dev, cfg, distill=True)
     report["teachers"] = teacher_reports
+    report["train_pages_seen"] = len(train_rows)
     report["seconds"] = round(report["seconds"] + sum(t["seconds"] for t in teacher_reports), 1)
     if output_dir is not None:
         _save_trained(model, output_dir, report)
