@@ -265,7 +265,8 @@ def test_distilling_from_teachers_of_other_seeds_matches_the_steps_done_by_hand(
 
 
 def test_resampled_epochs_train_each_epoch_on_its_own_seeded_sample(tmp_path):
-    base = dict(batch_pages=2, seed=5, max_pages_per_source=3, model=BlockModelConfig(n_buckets=1024, hidden=16, embed_dim=8))
+    base = dict(batch_pages=2, seed=5, max_pages_per_source=3,
+                model=BlockModelConfig(n_buckets=1024, hidden=16, embed_dim=8))
     frame = _cache_frame()
     model, report, train_rows, dev_rows = train_from_cache(frame, TrainConfig(epochs=2, resample_epochs=True, **base),
                                                            output_dir=tmp_path / "m")

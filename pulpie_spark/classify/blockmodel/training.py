@@ -360,45 +360,44 @@ def train_from_cache(frame: pd.DataFrame, cfg: TrainConfig, output_dir: str | os
     with it. With ``cfg.resample_epochs`` epoch e >= 1 trains on ``training_rows`` with seed
     ``seed + e``; the train rows returned are epoch 0's, and the report counts the distinct
     train pages of all epochs run (``train_pages_seen``)."""
+    if cfg.resample_epochs and not cfg.max_pages_per_source:
+        raise ValueError("resample_epochs draws a sample per epoch: set max_pages_per_source")
     train_rows, dev_rows = training_rows(frame, cfg.max_pages_per_source, cfg.seed)
     train, dev = frame_to_examples(train_rows), frame_to_examples(dev_rows)
+    seen = set(zip(train_rows["source"], train_rows["page_id"]))
     if cfg.teachers <= 0:
-        epoch_train, seen = None, set(zip(train_rows["source"], train_rows["page_id"]))
+        epoch_train = None
         if cfg.resample_epochs:
-            if not cfg.max_pages_per_source:
-                raise ValueError("resample_epochs draws a sample per epoch: set max_pages_per_source")
-
             def epoch_train(epoch: int) -> list[PageExample]:
                 rows, _ = training_rows(frame, cfg.max_pages_per_source, cfg.seed + epoch)
                 seen.update(zip(rows["source"], rows["page_id"]))
                 return frame_to_examples(rows)
 
         model, report = train_model(train, dev, cfg, distill=distill, epoch_train=epoch_train)
-        report["train_pages_seen"] = len(seen)
-        if output_dir is not None and int(os.environ.get("RANK", "0")) == 0:
-            _save_trained(model, output_dir, report)
-        return model, report, train_rows, dev_rows
-    if cfg.resample_epochs:
-        raise ValueError("teachers > 0 predicts on one fixed sample: drop resample_epochs")
-    if distill:
-        raise ValueError("teachers > 0 distils from its own teachers: drop the cache's teacher (--teacher)")
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise ValueError("teachers > 0 trains on one process: run without a distributor")
-    teacher_reports, probs = [], []
-    for k in range(1, cfg.teachers + 1):
-        teacher_cfg = replace(cfg, seed=cfg.seed + k, teachers=0)
-        teacher_rows, _ = training_rows(frame, cfg.max_pages_per_source, teacher_cfg.seed)
-        teacher, report = train_model(frame_to_examples(teacher_rows), dev, teacher_cfg)
-        teacher_reports.append({"seed": teacher_cfg.seed, "best_epoch": report["best_epoch"],
-                                "best_dev_word_f1": report["best_dev_word_f1"], "seconds": report["seconds"]})
-        probs.append(predict_examples(teacher, train))
-    for i, example in enumerate(train):
-        example.teacher = np.mean([p[i] for p in probs], axis=0).astype(np.float32)
-    model, report = train_model(train, dev, cfg, distill=True)
-    report["teachers"] = teacher_reports
-    report["train_pages_seen"] = len(train_rows)
-    report["seconds"] = round(report["seconds"] + sum(t["seconds"] for t in teacher_reports), 1)
-    if output_dir is not None:
+    else:
+        if cfg.resample_epochs:
+            raise ValueError("teachers > 0 predicts on one fixed sample: drop resample_epochs")
+        if distill:
+            raise ValueError("teachers > 0 distils from its own teachers: drop the cache's teacher (--teacher)")
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            raise ValueError("teachers > 0 trains on one process: run without a distributor")
+        teacher_reports, probs = [], []
+        for k in range(1, cfg.teachers + 1):
+            teacher_cfg = replace(cfg, seed=cfg.seed + k, teachers=0)
+            teacher_rows, _ = training_rows(frame, cfg.max_pages_per_source, teacher_cfg.seed)
+            teacher, teacher_report = train_model(frame_to_examples(teacher_rows), dev, teacher_cfg)
+            teacher_reports.append({"seed": teacher_cfg.seed, "best_epoch": teacher_report["best_epoch"],
+                                    "best_dev_word_f1": teacher_report["best_dev_word_f1"],
+                                    "seconds": teacher_report["seconds"]})
+            probs.append(predict_examples(teacher, train))
+        for i, example in enumerate(train):
+            example.teacher = np.mean([p[i] for p in probs], axis=0).astype(np.float32)
+        model, report = train_model(train, dev, cfg, distill=True)
+        report["teachers"] = teacher_reports
+        report["seconds"] = round(report["seconds"] + sum(t["seconds"] for t in teacher_reports), 1)
+    report["train_pages_seen"] = len(seen)
+    # Saved here, after the report is complete; under a distributor by rank 0 only.
+    if output_dir is not None and int(os.environ.get("RANK", "0")) == 0:
         _save_trained(model, output_dir, report)
     return model, report, train_rows, dev_rows
 
