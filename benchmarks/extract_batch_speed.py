@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def main() -> None:
     from pulpie_spark.cli import unsure_threshold_arg
+    from pulpie_spark.render.fallback import DEFAULT_FALLBACK, FALLBACKS
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--input", default=str(Path(__file__).resolve().parents[2] / "shared/data/extraction"))
@@ -36,6 +37,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--unsure-threshold", type=unsure_threshold_arg, default=None,
                         help="the page gate: 'model' (default, as shipped), 'off', or a threshold")
+    parser.add_argument("--fallback", choices=list(FALLBACKS), default=DEFAULT_FALLBACK,
+                        help="the Extractor's fallback (the anchor is always trafilatura's full mode)")
     parser.add_argument("--budgets", default="0,512,1024,2048,4096",
                         help="padded blocks per model call to time the model step at (0: one page a call)")
     args = parser.parse_args()
@@ -51,12 +54,12 @@ def main() -> None:
     table = load_labelled_table(args.input)
     table = (table.sort_values(["source", "page_id"]).groupby("source", sort=True)
              .head(args.per_source).reset_index(drop=True))
-    extractor = Extractor(unsure_threshold=args.unsure_threshold)
+    extractor = Extractor(unsure_threshold=args.unsure_threshold, fallback=args.fallback)
     classifier = extractor.classifier
     gate = classifier.page_gate
     threshold = args.unsure_threshold if args.unsure_threshold is not None else (gate.threshold if gate else None)
     gate_text = "off" if threshold is None or threshold > 1 else f"threshold {threshold}"
-    print(f"model: {extractor.model_id}  page gate: {gate_text}  pages: {len(table)} from {table.source.nunique()} sources  "
+    print(f"model: {extractor.model_id}  page gate: {gate_text}  fallback: {args.fallback}  pages: {len(table)} from {table.source.nunique()} sources  "
           f"batch: {args.batch_pages} pages  default model budget: {classifier.batch_blocks} blocks")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for html in table.html[:3]:   # imports and caches warm, as in a running executor

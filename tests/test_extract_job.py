@@ -238,6 +238,12 @@ def test_trafilatura_fallback_rescues_pages_the_model_leaves_empty(spark, sample
     assert rescued[page].n_main == 0 and rescued[page].error is None and rescued[page].markdown.strip()
     # Nothing to rescue on an empty page: it stays a reject with the model path's reason.
     assert plain_rejects == rescued_rejects == {"http://bad/no-blocks": NO_BLOCKS}
+    # trafilatura's fast mode: its own text, named in ``fallback``
+    from pulpie_spark.render.fallback import trafilatura_extract
+
+    fast, _ = run("trafilatura-fast")
+    assert fast[page].fallback == "trafilatura-fast:empty_output"
+    assert fast[page].text == trafilatura_extract(sample_pages[0]["html"], fast=True).text
 
 
 # ------------------------------------------------------------------ presets

@@ -169,3 +169,20 @@ def test_fallback_text_is_trafilatura_txt_from_one_extraction(real_page, monkeyp
     linked = trafilatura_extract(real_page, links=True)
     assert linked.markdown == trafilatura.extract(html, output_format="markdown", include_links=True,
                                                   include_comments=False)
+
+
+def test_trafilatura_fast_fallback_is_trafilaturas_fast_mode(data_dir):
+    """``trafilatura-fast``: trafilatura's fast mode in one extraction, on a page where the fast
+    mode's text differs from the full mode's; the Extractor records it as the page's fallback."""
+    import trafilatura
+
+    from pulpie_spark.render.fallback import fallback_extractor, trafilatura_extract
+
+    html = (data_dir / "md_wcxb_dev_2864.html").read_text(encoding="utf-8")
+    full = trafilatura.extract(html, output_format="txt", include_comments=False)
+    fast = trafilatura.extract(html, output_format="txt", include_comments=False, fast=True)
+    assert fast and full and fast != full
+    assert fallback_extractor("trafilatura-fast")(html).text == trafilatura_extract(html, fast=True).text == fast
+    assert trafilatura_extract(html).text == full
+    rescued = Extractor(classifier=NothingIsMain(), fallback="trafilatura-fast").extract(html)
+    assert rescued.fallback_used and rescued.fallback_reason == "empty_output" and rescued.text == fast

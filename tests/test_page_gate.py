@@ -124,15 +124,18 @@ def test_api_and_spark_send_the_same_pages(spark, tmp_path):
             assert [r.fallback_used for r in api] == [True, True, False] and api[2].error is None
 
 
-@pytest.mark.parametrize("fallback", ["trafilatura", "resiliparse"])
+@pytest.mark.parametrize("fallback", ["trafilatura", "trafilatura-fast", "resiliparse"])
 def test_loso_gate_stage_sends_pages_and_writes_the_gate(tmp_path, fallback):
     """The gate learns where the run's fallback beats the model (that extractor's text, not
-    the other baseline's) and sends those pages to it; every page keeps its gate score."""
+    the other baseline's; trafilatura's for its fast mode) and sends those pages to it, which
+    give them the fallback's own text; every page keeps its gate score."""
     import pandas as pd
 
     from pulpie_spark.evaluate.loso import GATE_FEATURES_COLUMN, GATE_SCORE_COLUMN, GATELESS, apply_page_gate
+    from pulpie_spark.render.fallback import fallback_extractor
 
-    other = "resiliparse" if fallback == "trafilatura" else "trafilatura"
+    baseline = "trafilatura" if fallback == "trafilatura-fast" else fallback
+    other = "resiliparse" if baseline == "trafilatura" else "trafilatura"
     rng = np.random.default_rng(5)
     article = (DATA / "cls_daringfireball-1.html").read_bytes()
     rows = []
@@ -143,7 +146,7 @@ def test_loso_gate_stage_sends_pages_and_writes_the_gate(tmp_path, fallback):
         rows.append({"fold": f"f{i % 4}", "reference": "the quick brown fox jumps over the lazy dog " * 5,
                      "model_text": "nothing like it at all here" if bad else "the quick brown fox jumps over the lazy dog " * 5,
                      "model_cpu_seconds": 0.01, "model_error": None,
-                     f"{fallback}_text": "the quick brown fox jumps over the lazy dog " * 5,
+                     f"{baseline}_text": "the quick brown fox jumps over the lazy dog " * 5,
                      f"{other}_text": "nothing like it at all here",   # never better: must not drive the gate
                      GATE_FEATURES_COLUMN: None if i == 3 else features.tolist()})
     pages = pd.DataFrame(rows, index=range(100, 190))
@@ -156,6 +159,7 @@ def test_loso_gate_stage_sends_pages_and_writes_the_gate(tmp_path, fallback):
     assert not sent.loc[103]                      # no gate features: never sent
     assert sent[[i % 3 == 0 for i in range(90)]].mean() > 0.9 and not sent[[i % 3 != 0 for i in range(90)]].any()
     assert (gated.loc[sent, "model_cpu_seconds"] > 0.01).all()
+    assert (gated.loc[sent, "model_text"] == fallback_extractor(fallback)(article).text).all()
     assert (gated[f"{GATELESS}_text"] == pages["model_text"]).all()
     assert load_page_gate(tmp_path).threshold == 0.5 and (tmp_path / GATE_FILE).exists()
     with pytest.raises(ValueError):

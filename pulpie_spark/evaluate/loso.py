@@ -540,7 +540,7 @@ def apply_page_gate(pages: pd.DataFrame, html: pd.Series, threshold: float, out:
                     fallback: str = TRAFILATURA) -> tuple[pd.DataFrame, dict]:
     """The page gate, leave-one-fold-out: for each fold, a gate fitted on the other folds'
     pages (whether the fallback's text beats the fold model's there by GATE_MARGIN shingle F1;
-    the fallback is one of the run's baselines, trafilatura or resiliparse) decides which of
+    the fallback is one of the run's baselines, trafilatura (either mode) or resiliparse) decides which of
     its pages take the fallback; those pages get the fallback's text and its CPU time added.
     Also writes the gate fitted on every fold's pages to ``out``."""
     from pulpie_spark.classify.blockmodel.gate import GATE_MARGIN, fit_page_gate
@@ -558,7 +558,10 @@ def apply_page_gate(pages: pd.DataFrame, html: pd.Series, threshold: float, out:
         return np.array([shingle_scores([shingle_tp_fp_fn(t, r)])["f1"]
                          for t, r in zip(texts.fillna("").tolist(), refs)])
 
-    better = (f1(pages[f"{fallback}_text"]) - f1(pages[f"{MODEL}_text"]) > GATE_MARGIN).astype(np.float64)
+    # The run's baseline of the fallback's extractor: trafilatura's fast mode is fitted on
+    # trafilatura's text, so that it and the full mode send the same pages (an A/B of the two).
+    baseline = TRAFILATURA if fallback == "trafilatura-fast" else fallback
+    better = (f1(pages[f"{baseline}_text"]) - f1(pages[f"{MODEL}_text"]) > GATE_MARGIN).astype(np.float64)
     has = pages[GATE_FEATURES_COLUMN].notna().to_numpy()
     features = np.array([f if f is not None else [] for f in pages[GATE_FEATURES_COLUMN]], dtype=object)
     sent = np.zeros(len(pages), dtype=bool)
