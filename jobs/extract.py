@@ -35,7 +35,7 @@ class ExtractJob(SparkJob):
         parser.add_argument("--model", default="default",
                             help="'default' (embedded), orange-small|base|large, a Hub id or a checkpoint dir")
         parser.add_argument("--fallback", choices=list(FALLBACKS), default=DEFAULT_FALLBACK,
-                            help="extractor for pages the model cannot serve (no blocks, an error, empty output)")
+                            help="extractor for pages the model cannot serve (no blocks, an error, empty or short output, unsure)")
         parser.add_argument("--main-threshold", type=main_threshold_arg, default=MAIN_THRESHOLD,
                             help="P(main) at or above which a block is main: higher for precision, lower "
                                  "for recall (docs/model-card.md, 'Precision or recall')")

@@ -29,7 +29,7 @@ class Extraction:
     model_id: str | None = None
     error: str | None = None                 # why the primary (model) path failed, if it did
     fallback_used: bool = False
-    fallback_reason: str | None = None       # no_blocks | error | empty_output, when it ran
+    fallback_reason: str | None = None       # no_blocks | error | empty_output | short_output | model_unsure
 
 
 class Extractor:

@@ -17,6 +17,7 @@ a bad page.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Sequence
 
 import numpy as np
@@ -30,6 +31,16 @@ RENDER_FIELDS = ("main_html", "markdown", "text", "n_main", "render_error")
 FALLBACK_FIELDS = ("markdown", "text", "fallback", "fallback_error")
 EXTRACT_FIELDS = ("markdown", "text", "main_html", "labels", "n_blocks", "n_main", "error",
                   "fallback_reason", "fallback_used")
+# A page whose extracted text has fewer non-space characters than this goes to the fallback
+# (reason short_output): such a text is mostly a leftover (a cookie notice, a promo line, a
+# bot-check) of a page whose content the model dropped, typically a listing or forum page.
+# Leave-one-source-out, shipped path, seed 13: +0.002 mean shingle F1 for 59 more fallback
+# pages of 4,951 (docs/BENCHMARKS.md, "A fallback for short output").
+SHORT_OUTPUT_CHARS = 160
+# Unicode White_Space, the characters that Java's (?U)\s matches, written out so that Python
+# and Spark SQL count a text's non-space characters alike (Python's \s also matches
+# U+001C..U+001F).
+WHITE_SPACE_RE = r"[\t\n\x0b\f\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 # A page's classify error is cut to this many characters (it lands in a table column).
 ERROR_CHARS = 500
 # Pages go to the classifier in calls of at most this many padded blocks (pages x the
@@ -183,11 +194,23 @@ def render_page(map_html, labels, *, links: bool = False, images: bool = False) 
 
 # ----------------------------------------------------------------------------- fallback
 
+# Reasons for which the model had an output of its own: where the fallback finds nothing, that
+# output stays, without an error.
+KEEPS_MODEL_OUTPUT = (reasons.FALLBACK_SHORT_OUTPUT, reasons.FALLBACK_UNSURE)
+_WHITE_SPACE = re.compile(WHITE_SPACE_RE)
+
+
+def non_space_chars(text: str | None) -> int:
+    """Characters of ``text`` that are not Unicode White_Space (WHITE_SPACE_RE)."""
+    return len(_WHITE_SPACE.sub("", text or ""))
+
+
 def fallback_reason(seg_error: str | None, model_error: str | None, markdown: str | None,
-                    unsure: bool | None = None) -> str | None:
+                    unsure: bool | None = None, text: str | None = None) -> str | None:
     """Why a page needs the fallback, or None when the model's result is usable.
 
     ``model_error`` is the first error of the model path (segment, classify, render);
+    ``text``: the model's plain text (checked for SHORT_OUTPUT_CHARS when given);
     ``unsure``: the model's page gate sends the page to the fallback (``classify_pages``).
     The Spark pipeline writes the same rule in SQL (spark_pipeline.fallback_reason_column);
     tests/test_page.py checks that the two agree."""
@@ -197,6 +220,8 @@ def fallback_reason(seg_error: str | None, model_error: str | None, markdown: st
         return reasons.FALLBACK_ERROR
     if not (markdown or "").strip():
         return reasons.FALLBACK_EMPTY_OUTPUT
+    if text is not None and non_space_chars(text) < SHORT_OUTPUT_CHARS:
+        return reasons.FALLBACK_SHORT_OUTPUT
     if unsure:
         return reasons.FALLBACK_UNSURE
     return None
@@ -268,14 +293,14 @@ def extract_pages(htmls: Sequence, classifier, *, charsets: Sequence | None = No
                        n_main=rendered["n_main"] or 0)
         out["error"] = seg["seg_error"] or cls_error or rendered["render_error"]
         if fallback != "none":
-            why = fallback_reason(seg["seg_error"], out["error"], out["markdown"], page_unsure)
+            why = fallback_reason(seg["seg_error"], out["error"], out["markdown"], page_unsure, text=out["text"])
             if why is not None:
                 out["fallback_reason"] = why
                 fb = fallback_page(html, charset, links=links, images=images, fallback=fallback)
                 if fb["fallback"] is not None:
                     out.update(markdown=fb["markdown"], text=fb["text"], fallback_used=True)
-                elif why != reasons.FALLBACK_UNSURE:
+                elif why not in KEEPS_MODEL_OUTPUT:
                     out["error"] = join_errors(out["error"], fb["fallback_error"])
-                # else: the model's own output stands, without an error (curation would drop it)
+                # else: the model's own output stands, without an error (curation may drop it)
         results.append(out)
     return results

@@ -30,6 +30,7 @@ RENDER_PREFIX = "render:"                     # render:<guard reason or error:..
 FALLBACK_NO_BLOCKS = NO_BLOCKS
 FALLBACK_ERROR = "error"                      # the model path failed (segment, classify or render)
 FALLBACK_EMPTY_OUTPUT = "empty_output"        # the model marked nothing main, or it rendered empty
+FALLBACK_SHORT_OUTPUT = "short_output"        # the model's text has under page.SHORT_OUTPUT_CHARS non-space characters
 FALLBACK_UNSURE = "model_unsure"              # the model's page gate says the fallback does better here
 # ... and how the fallback itself can fail (in ``error`` of the output row or the reject)
 FALLBACK_FAILED_PREFIX = "fallback_failed:"   # fallback_failed:<guard reason or error>

@@ -8,7 +8,8 @@ Every input row ends in exactly one of the two tables. The output keeps every in
 column unchanged and adds ``doc_id`` (kept if present), ``markdown``, ``text``,
 ``main_html`` (optional), ``n_blocks``, ``n_main``, ``model_id``, ``error`` and
 ``fallback``. With ``fallback="trafilatura"`` (the default) a page the model could not
-serve (no blocks, a classify/render error, empty Markdown) is extracted by trafilatura
+serve (no blocks, a classify/render error, empty Markdown, a text under
+``page.SHORT_OUTPUT_CHARS`` non-space characters) is extracted by trafilatura
 (``fallback="resiliparse"``: by resiliparse, faster, plain text only): it stays in the
 output with ``fallback`` = ``<fallback>:<why>`` and the model path's failure in ``error``.
 Rejects keep the input columns and add ``doc_id``, ``reason`` and ``stage``.
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pulpie_spark import reasons
 from pulpie_spark.classify.base import MAIN_THRESHOLD
 from pulpie_spark.render.fallback import DEFAULT_FALLBACK
+from pulpie_spark.page import KEEPS_MODEL_OUTPUT, SHORT_OUTPUT_CHARS, WHITE_SPACE_RE
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +171,7 @@ def process(df, options: ExtractOptions | None = None):
     fallback_name = validate_fallback(options.fallback)
     if fallback_name != "none":
         # In SQL so that only the rows that need it ship their HTML to the fallback UDF.
-        why = fallback_reason_column(F.col(_P + "seg_error"), model_error, markdown, F.col(_P + "unsure_page"))
+        why = fallback_reason_column(F.col(_P + "seg_error"), model_error, markdown, F.col(_P + "unsure_page"), text)
         needed = F.col(_P + "in_reason").isNull() & why.isNotNull()
         df = df.withColumn(_P + "why", why).withColumn(
             _P + "fb", fallback_column(F.when(needed, F.col(options.html_col)), charset,
@@ -179,8 +181,8 @@ def process(df, options: ExtractOptions | None = None):
         text = F.when(used, F.col(_P + "fb.text")).otherwise(text)
         fallback = F.when(used, F.concat(F.lit(fallback_name + ":"), F.col(_P + "why")))
         # The Python API's rule (page.extract_pages): a failed fallback's error is kept too.
-        # An unsure page the fallback cannot serve keeps the model's output, without an error.
-        error = F.when(used, model_error).when(needed & (F.col(_P + "why") != F.lit(reasons.FALLBACK_UNSURE)),
+        # A short or unsure page the fallback cannot serve keeps the model's output, without an error.
+        error = F.when(used, model_error).when(needed & ~F.col(_P + "why").isin(*KEEPS_MODEL_OUTPUT),
                                                F.col(_P + "fb.fallback_error"))
         # A page rescued by the fallback is output, not a reject.
         model_error = F.when(~used, model_error)
@@ -236,7 +238,7 @@ def _input_columns(input_cols: list[str], added: tuple[str, ...]) -> list:
     return cols
 
 
-def fallback_reason_column(seg_error, model_error, markdown, unsure=None):
+def fallback_reason_column(seg_error, model_error, markdown, unsure=None, text=None):
     """:func:`pulpie_spark.page.fallback_reason` as a Spark Column (same order, same names)."""
     from pyspark.sql import functions as F
 
@@ -244,6 +246,10 @@ def fallback_reason_column(seg_error, model_error, markdown, unsure=None):
               .when(model_error.isNotNull(), F.lit(reasons.FALLBACK_ERROR))
               # str.strip() in Python: Unicode white space ((?U) in Java's regex)
               .when(~F.coalesce(markdown, F.lit("")).rlike(r"(?U)\S"), F.lit(reasons.FALLBACK_EMPTY_OUTPUT)))
+    if text is not None:
+        # length() counts code points, as Python's len() does
+        visible = F.length(F.regexp_replace(text, WHITE_SPACE_RE, ""))
+        reason = reason.when(text.isNotNull() & (visible < SHORT_OUTPUT_CHARS), F.lit(reasons.FALLBACK_SHORT_OUTPUT))
     if unsure is not None:
         reason = reason.when(F.coalesce(unsure, F.lit(False)), F.lit(reasons.FALLBACK_UNSURE))
     return reason

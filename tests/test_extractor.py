@@ -14,7 +14,8 @@ ARTICLE = """<html><head><title>t</title></head><body>
 <div class="menu"><p>Menu entry one</p></div>
 <article><h1>Quark matter</h1>
 <p>Under extreme conditions quarks may become <b>deconfined</b> and exist as free particles.</p>
-<p>This phase of matter is called quark-gluon plasma.</p></article>
+<p>This phase of matter is called quark-gluon plasma. It filled the early universe for a few
+microseconds after the Big Bang, before the quarks were bound into protons and neutrons.</p></article>
 <footer><p>Copyright 2025 Example</p></footer></body></html>"""
 
 
@@ -115,6 +116,43 @@ def test_resiliparse_fallback_gives_its_main_text_as_both_outputs(real_page):
     empty = Extractor(classifier=NothingIsMain(), fallback="resiliparse").extract(
         "<html><body><nav><a href='/'>Home</a></nav></body></html>")
     assert not empty.fallback_used and empty.text == "" and "fallback_empty" in (empty.error or "")
+
+
+class FirstShortBlockIsMain(KeywordClassifier):
+    """Main: the first block with a few words only, so the page's text is short."""
+
+    def predict_proba(self, pages, paths=None):
+        out = []
+        for page in pages:
+            probs = np.zeros(len(page), dtype=np.float32)
+            sizes = [len(block_text(b).split()) for b in page]
+            probs[next(i for i, n in enumerate(sizes) if 2 <= n <= 12)] = 0.9
+            out.append(probs)
+        return out
+
+
+def test_short_output_goes_to_the_fallback_and_stays_where_the_fallback_finds_nothing(real_page, monkeypatch):
+    """A text under SHORT_OUTPUT_CHARS non-space characters is the fallback's (reason
+    short_output; labels still the model's); where the fallback finds nothing, the model's
+    short text stays, without an error, as for an unsure page."""
+    from pulpie_spark import reasons
+    from pulpie_spark.page import SHORT_OUTPUT_CHARS, non_space_chars
+    from pulpie_spark.render import fallback as fallback_module
+
+    plain = Extractor(classifier=FirstShortBlockIsMain(), fallback="none").extract(real_page)
+    assert plain.n_main == 1 and 0 < non_space_chars(plain.text) < SHORT_OUTPUT_CHARS
+    rescued = Extractor(classifier=FirstShortBlockIsMain(), fallback="trafilatura").extract(real_page)
+    assert rescued.fallback_used and rescued.fallback_reason == reasons.FALLBACK_SHORT_OUTPUT
+    assert rescued.text == fallback_module.trafilatura_extract(real_page).text and rescued.error is None
+    assert rescued.labels == plain.labels
+    long_enough = Extractor(classifier=KeywordClassifier(), fallback="trafilatura").extract(ARTICLE)
+    assert not long_enough.fallback_used and non_space_chars(long_enough.text) >= SHORT_OUTPUT_CHARS
+
+    monkeypatch.setattr(fallback_module, "trafilatura_extract",
+                        lambda html, **_: fallback_module.FallbackResult("", "", reasons.FALLBACK_EMPTY))
+    kept = Extractor(classifier=FirstShortBlockIsMain(), fallback="trafilatura").extract(real_page)
+    assert not kept.fallback_used and kept.fallback_reason == reasons.FALLBACK_SHORT_OUTPUT
+    assert (kept.text, kept.markdown, kept.error) == (plain.text, plain.markdown, None)
 
 
 def test_fallback_on_page_without_blocks_records_reason():

@@ -12,22 +12,32 @@ from pulpie_spark.extractor import Extractor
 from pulpie_spark.page import fallback_reason
 from pulpie_spark.spark_pipeline import ExtractOptions, fallback_reason_column, output_frame, process, rejects_frame
 
-_CASES = [  # (seg_error, model_error, markdown)
-    (None, None, "# Title\n\nBody"), (None, None, ""), (None, None, " \n\t\u00a0"), (None, None, None),
-    (reasons.NO_BLOCKS, reasons.NO_BLOCKS, None), (reasons.HTML_TOO_DEEP, reasons.HTML_TOO_DEEP, None),
-    (None, "classify:error:RuntimeError: boom", None), (None, "render:timeout", "text"),
+LONG = "Body text " * 20
+_CASES = [  # (seg_error, model_error, markdown, text, unsure)
+    (None, None, "# Title\n\n" + LONG, LONG, None), (None, None, "", "", None), (None, None, " \n\t\u00a0", "", None),
+    (None, None, None, None, None),
+    (reasons.NO_BLOCKS, reasons.NO_BLOCKS, None, None, None), (reasons.HTML_TOO_DEEP, reasons.HTML_TOO_DEEP, None, None, None),
+    (None, "classify:error:RuntimeError: boom", None, None, None), (None, "render:timeout", "text", "text", None),
+    # short output: non-space characters, counted alike by both (U+3000 is a space, U+001C is not)
+    (None, None, "# Short", "Short", None), (None, None, "x", "x" * 159 + " \u3000\n", True),
+    (None, None, "x", "x" * 160, None), (None, None, "x", "x" * 159 + "\x1c", None),
+    (None, None, LONG, LONG, True), (None, None, LONG, LONG, False), (None, None, "x", None, None),
 ]
 
 
 def test_fallback_rule_is_the_same_in_python_and_in_spark(spark):
     from pyspark.sql import functions as F
 
-    df = spark.createDataFrame(_CASES, "seg_error string, model_error string, markdown string")
+    df = spark.createDataFrame(_CASES, "seg_error string, model_error string, markdown string, text string, "
+                                       "unsure boolean")
     got = [r.why for r in df.select(fallback_reason_column(F.col("seg_error"), F.col("model_error"),
-                                                            F.col("markdown")).alias("why")).collect()]
-    assert got == [fallback_reason(*case) for case in _CASES]
+                                                            F.col("markdown"), F.col("unsure"),
+                                                            F.col("text")).alias("why")).collect()]
+    assert got == [fallback_reason(s, e, m, u, text=t) for s, e, m, t, u in _CASES]
     assert got[:5] == [None, reasons.FALLBACK_EMPTY_OUTPUT, reasons.FALLBACK_EMPTY_OUTPUT,
                        reasons.FALLBACK_EMPTY_OUTPUT, reasons.FALLBACK_NO_BLOCKS]
+    assert got[8:] == [reasons.FALLBACK_SHORT_OUTPUT, reasons.FALLBACK_SHORT_OUTPUT, None, None,
+                       reasons.FALLBACK_UNSURE, None, None]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +50,9 @@ def rigged_model(tmp_path_factory):
 def pages():
     real = (DATA / "cls_daringfireball-1.html").read_bytes()
     return [("http://a/real", real), ("http://a/no-blocks", b"<html><body> </body></html>"),
-            ("http://a/empty", b""), ("http://a/deep", b"<div>" * 12_000 + b"x" + b"</div>" * 12_000)]
+            ("http://a/empty", b""), ("http://a/deep", b"<div>" * 12_000 + b"x" + b"</div>" * 12_000),
+            ("http://a/short", b"<html><body><article><h1>Closed</h1><p>The shop is closed on Monday.</p>"
+                               b"</article></body></html>")]
 
 
 @pytest.mark.parametrize("fallback", ["none", "trafilatura", "resiliparse"])
@@ -68,6 +80,10 @@ def test_api_and_spark_agree_page_by_page(spark, pages, rigged_model, fallback, 
             assert not result.fallback_used and not result.markdown, url
     assert rejects["http://a/deep"] == reasons.HTML_TOO_DEEP
     assert rejects["http://a/empty"] == reasons.HTML_EMPTY
+    if model == "default":   # a real short page: the fallback's text where it finds one, no error
+        short = api["http://a/short"]
+        assert short.n_main > 0 and short.error is None and "closed on Monday" in short.text
+        assert short.fallback_reason == (None if fallback == "none" else reasons.FALLBACK_SHORT_OUTPUT)
 
 
 def test_main_threshold_trades_recall_for_precision_alike_in_api_and_spark(spark):
