@@ -34,8 +34,8 @@ EXTRACT_FIELDS = ("markdown", "text", "main_html", "labels", "n_blocks", "n_main
 # A page whose extracted text has fewer non-space characters than this goes to the fallback
 # (reason short_output): such a text is mostly a leftover (a cookie notice, a promo line, a
 # bot-check) of a page whose content the model dropped, typically a listing or forum page.
-# Leave-one-source-out, shipped path, seed 13: +0.002 mean shingle F1 for 59 more fallback
-# pages of 4,951 (docs/BENCHMARKS.md, "A fallback for short output").
+# Leave-one-source-out, shipped path: +0.0018 / +0.0006 mean shingle F1 (seeds 13 / 14) for
+# about 1 % more fallback pages (docs/BENCHMARKS.md, "A fallback for short output, built").
 SHORT_OUTPUT_CHARS = 160
 # Unicode White_Space, the characters that Java's (?U)\s matches, written out so that Python
 # and Spark SQL count a text's non-space characters alike (Python's \s also matches

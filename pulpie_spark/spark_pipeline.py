@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from pulpie_spark import reasons
 from pulpie_spark.classify.base import MAIN_THRESHOLD
-from pulpie_spark.render.fallback import DEFAULT_FALLBACK
 from pulpie_spark.page import KEEPS_MODEL_OUTPUT, SHORT_OUTPUT_CHARS, WHITE_SPACE_RE
+from pulpie_spark.render.fallback import DEFAULT_FALLBACK
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """The fallback extractor for pages the block model cannot serve.
 
 Used (when the caller enables it) for a page with no blocks, a page whose primary
-extraction failed, or a page whose primary result is empty, as Dripper does (the rule:
+extraction failed, or a page whose primary result is empty (as Dripper does) or short, and for
+a page the default model's gate is unsure of (the rule:
 ``pulpie_spark.page.fallback_reason``). Why the fallback ran is recorded per row
 (``<fallback>:<why>``), so the share of fallback output stays measurable.
 
