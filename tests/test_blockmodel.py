@@ -198,7 +198,7 @@ def test_shipped_default_model_loads_and_predicts_deterministically(data_dir):
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in files)
     assert sum(p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir()) <= 25 * 1024 * 1024
     classifier = load_default()
-    assert classifier.model_id == "pulpie-spark/default-v4"
+    assert classifier.model_id == "pulpie-spark/default-v5"
     assert classifier.model.config.feature_version == 3 and classifier.model.config.container_levels == 3
     page = pd.read_parquet(data_dir / "model_pages.parquet").iloc[0]
     simplified = simplify(page["html"])

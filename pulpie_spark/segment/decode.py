@@ -2,7 +2,8 @@
 
 Order: byte-order mark, the charset declared by HTTP, the charset declared in the first
 bytes of the page (``<meta charset>`` / ``<meta http-equiv="content-type">`` / ``<?xml
-encoding>``), strict UTF-8, then windows-1252 (which never fails). Charset labels are
+encoding>``), strict UTF-8, UTF-8 with a few bad bytes, an East Asian multi-byte encoding
+(declared, or detected by uchardet through resiliparse), then windows-1252 (which never fails). Charset labels are
 resolved the way browsers do (WHATWG): ``iso-8859-1`` and ``ascii`` mean windows-1252,
 ``gb2312`` means gb18030, and so on, because that is what the pages were written for.
 
@@ -14,6 +15,8 @@ next candidate instead of turning into replacement characters or raising.
 from __future__ import annotations
 
 import codecs
+import functools
+import importlib
 import re
 
 __all__ = ["decode_html", "normalize_charset"]
@@ -59,6 +62,17 @@ _BOMS = (
 
 _codec_cache: dict[str, str | None] = {}
 
+# East Asian multi-byte encodings (Python codec names, after normalize_charset). Their byte
+# patterns are distinctive, so uchardet names them reliably; its guesses among single-byte code
+# pages are not (on cleaneval's undeclared English windows-1252 pages it says windows-1250,
+# ISO-8859-2/-3, windows-1258 ...), so only these are taken from the detector. Why at all: an
+# undeclared GBK page read as windows-1252 is mojibake for every later stage (10 of the 69
+# chinese_wce pages, docs/BENCHMARKS.md "Undeclared GBK pages").
+_MULTIBYTE_CJK = {"gb18030", "big5hkscs", "cp932", "euc_jp", "cp949"}
+# A multi-byte decoding is kept with at most one replacement character per this many
+# non-ASCII characters (a cut sequence, a stray byte); more means the guess is wrong.
+_CJK_CHARS_PER_BAD_BYTE = 100
+
 
 def normalize_charset(label: str | bytes | None) -> str | None:
     """The Python codec name for a charset label, or None when the label is unknown."""
@@ -85,6 +99,17 @@ def normalize_charset(label: str | bytes | None) -> str | None:
     return codec
 
 
+@functools.lru_cache(maxsize=None)
+def _is_single_byte(codec: str) -> bool:
+    """Whether ``codec`` maps each byte to one character (windows-125x, ISO-8859-x, KOI8, ...):
+    Python's single-byte codecs are charmap codecs with a 256-entry ``decoding_table``."""
+    try:
+        module = importlib.import_module(f"encodings.{codecs.lookup(codec).name.replace('-', '_')}")
+    except (ImportError, LookupError):
+        return False
+    return len(getattr(module, "decoding_table", "")) == 256
+
+
 def _try_decode(data: bytes, codec: str) -> str | None:
     try:
         return data.decode(codec)
@@ -101,6 +126,25 @@ def _sniff_declared(head: bytes) -> str | None:
         # The declaration was readable as ASCII, so the bytes are not UTF-16/32.
         return "utf-8"
     return codec
+
+
+def _detected_charset(data: bytes) -> str | None:
+    """uchardet's guess (resiliparse), as a codec name, or None."""
+    from resiliparse.parse.encoding import detect_encoding
+
+    # uchardet's own names: the WHATWG remapping turns some (CP949) into its UTF-8 default.
+    return normalize_charset(detect_encoding(data, html5_compatible=False))
+
+
+def _decode_multibyte_cjk(data: bytes, codecs_to_try: list[str]) -> tuple[str, str] | None:
+    """The first of ``codecs_to_try`` that reads ``data`` with few replacement characters."""
+    for codec in codecs_to_try:
+        text = data.decode(codec, "replace")
+        bad = text.count("\ufffd")
+        non_ascii = len(text) - len(text.encode("ascii", "ignore")) - bad
+        if non_ascii > 0 and bad * _CJK_CHARS_PER_BAD_BYTE <= non_ascii:
+            return text, codec
+    return None
 
 
 def decode_html(data: bytes | str | None, declared_charset: str | None = None) -> tuple[str, str]:
@@ -135,9 +179,11 @@ def decode_html(data: bytes | str | None, declared_charset: str | None = None) -
     utf8_text: str | None = None
     utf8_tried = False
     for codec in candidates:
-        if codec == "cp1252" and not data.isascii():
-            # Servers often default to "iso-8859-1" for pages that are really UTF-8; bytes
-            # that are valid UTF-8 with multi-byte sequences are almost never windows-1252.
+        if _is_single_byte(codec) and not utf8_tried and not data.isascii():
+            # Servers often default to "iso-8859-1" for pages that are really UTF-8, and CMSs
+            # copy an old template's ISO-8859-15 or windows-1256 <meta> onto UTF-8 output; bytes
+            # that are valid UTF-8 with multi-byte sequences are almost never text in a
+            # single-byte code page ("desdeÃ±ar" for "desdeñar" otherwise).
             utf8_tried = True
             utf8_text = _try_decode(data, "utf-8")
             if utf8_text is not None:
@@ -153,11 +199,22 @@ def decode_html(data: bytes | str | None, declared_charset: str | None = None) -
     # A UTF-8 page with a stray byte (a cut multi-byte sequence, a pasted cp1252 quote)
     # is still UTF-8: browsers decode it with a U+FFFD per bad sequence. Decoding all of it
     # as cp1252 would garble every other non-ASCII character. A real cp1252 page decoded as
-    # UTF-8 gives (almost) no valid multi-byte characters, so the ratio tells them apart.
+    # UTF-8 gives (almost) no valid multi-byte characters, so the ratio tells them apart: of
+    # the labelled pages that reach this line, every windows-1252 one has none, and the three
+    # with any are UTF-8 with damaged sequences (valid : bad = 0.59, 1.18, 1.50).
     lenient = data.decode("utf-8", "replace")
     bad = lenient.count("\ufffd")
     valid_non_ascii = len(lenient) - len(lenient.encode("ascii", "ignore")) - bad
-    if valid_non_ascii >= 2 * bad:
+    if 2 * valid_non_ascii >= bad:
         return lenient, "utf-8"
+    # A declared East Asian encoding with a stray byte (browsers decode it with U+FFFD), else
+    # one uchardet detects: without this an undeclared GBK or Shift_JIS page became windows-1252.
+    cjk = [c for c in candidates if c in _MULTIBYTE_CJK]
+    detected = _detected_charset(data)
+    if detected in _MULTIBYTE_CJK and detected not in cjk:
+        cjk.append(detected)
+    decoded = _decode_multibyte_cjk(data, cjk)
+    if decoded is not None:
+        return decoded
     # windows-1252 leaves five bytes undefined; those become U+FFFD rather than an error.
     return data.decode("cp1252", "replace"), "cp1252"
