@@ -224,3 +224,15 @@ def test_trafilatura_fast_fallback_is_trafilaturas_fast_mode(data_dir):
     assert trafilatura_extract(html).text == full
     rescued = Extractor(classifier=NothingIsMain(), fallback="trafilatura-fast").extract(html)
     assert rescued.fallback_used and rescued.fallback_reason == "empty_output" and rescued.text == fast
+
+
+def test_undeclared_gbk_page_is_chinese_in_the_model_path_and_the_fallback():
+    # No HTTP charset, no <meta>: the bytes were read as windows-1252 before (segment/decode.py),
+    # so the blocks, the fallback's input and every later stage were mojibake.
+    body = ("夸克物质在极端条件下，夸克可能会解禁并以自由粒子的形式存在。这种物质相态被称为夸克胶子等离子体，"
+            "它在宇宙大爆炸之后的几微秒内充满了早期宇宙。")
+    html = ARTICLE.replace("Under extreme conditions quarks", body + " quarks").encode("gbk")
+    result = Extractor(classifier=KeywordClassifier()).extract(html)
+    assert body in result.text and result.error is None
+    rescued = Extractor(classifier=NothingIsMain(), fallback="trafilatura").extract(html)
+    assert rescued.fallback_used and "夸克胶子等离子体" in rescued.text
