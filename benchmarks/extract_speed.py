@@ -4,9 +4,10 @@
 
 The stages ``Extractor`` runs for one page, timed separately (process CPU time, one
 thread): simplify (decode + segmentation), block features, model (the default block
-classifier on the features), render (main HTML, Markdown and text, as ``Extractor`` and
-the render stage make them: ``reconstruct.render_main``), and the trafilatura fallback on
-the pages whose model output is empty. trafilatura (``extract(html, output_format="txt")``,
+classifier on the features, its page gate and the output convention), render (main HTML,
+Markdown and text, as ``Extractor`` and the render stage make them: ``reconstruct.render_main``),
+and the trafilatura fallback on the pages the shipped rule sends (``page.fallback_reason``:
+no blocks, empty or short output, the gate unsure). trafilatura (``extract(html, output_format="txt")``,
 as jobs/evaluate.py runs it) extracts each page right after ours, in the same process,
 so both see the same machine load; the ratio is trafilatura's CPU time over ours.
 The load average is printed before and after: the development machine is shared.
@@ -40,10 +41,12 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
+    from pulpie_spark import reasons
     from pulpie_spark.classify.blockmodel import load_default
-    from pulpie_spark.classify.base import probs_to_labels
+    from pulpie_spark.classify.blockmodel.gate import chars_from_features, page_gate_features
     from pulpie_spark.evaluate.harness import load_labelled_table, trafilatura_text
-    from pulpie_spark.render.fallback import fallback_reason, trafilatura_extract
+    from pulpie_spark.page import fallback_reason, labels_from_probs
+    from pulpie_spark.render.fallback import trafilatura_extract
     from pulpie_spark.render.reconstruct import render_main
     from pulpie_spark.segment.simplify import simplify
 
@@ -51,6 +54,7 @@ def main() -> None:
     table = load_labelled_table(args.input, split=None if args.split == "all" else args.split,
                                 sources=sources, limit=args.limit)
     classifier = load_default()
+    gate = classifier.page_gate
     seconds = dict.fromkeys(STAGES + ("trafilatura",), 0.0)
     fallback_pages = 0
     clock = time.process_time
@@ -64,18 +68,23 @@ def main() -> None:
         page = simplify(html)
         mark = clock()
         seconds["simplify"] += mark - start
-        markdown = ""
+        markdown = text = unsure = None
         if page.blocks and not page.error:
             features = classifier.features([page.blocks], [page.paths])
             seconds["features"] += clock() - mark
             mark = clock()
-            labels = probs_to_labels(classifier.predict_proba_features(features))[0]
+            probs = classifier.predict_proba_features(features)[0]
+            if gate is not None:
+                unsure = bool(gate.score(page_gate_features(probs, chars_from_features(features[0][1])))
+                              >= gate.threshold)
+            labels = labels_from_probs(probs, None, page.paths).tolist()
             seconds["model"] += clock() - mark
             mark = clock()
-            _, markdown, _ = render_main(page.map_html, labels)
+            _, markdown, text = render_main(page.map_html, labels)
             seconds["render"] += clock() - mark
         mark = clock()
-        if fallback_reason(len(page.blocks), page.error, markdown):
+        seg_error = page.error or (None if page.blocks else reasons.NO_BLOCKS)
+        if fallback_reason(seg_error, None, markdown, unsure, text=text):
             fallback_pages += 1
             trafilatura_extract(html)
         seconds["fallback"] += clock() - mark
