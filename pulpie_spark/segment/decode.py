@@ -2,14 +2,18 @@
 
 Order: byte-order mark, the charset declared by HTTP, the charset declared in the first
 bytes of the page (``<meta charset>`` / ``<meta http-equiv="content-type">`` / ``<?xml
-encoding>``), strict UTF-8, UTF-8 with a few bad bytes, an East Asian multi-byte encoding
-(declared, or detected by uchardet through resiliparse), then windows-1252 (which never fails). Charset labels are
-resolved the way browsers do (WHATWG): ``iso-8859-1`` and ``ascii`` mean windows-1252,
-``gb2312`` means gb18030, and so on, because that is what the pages were written for.
+encoding>``), strict UTF-8, UTF-8 with a few bad bytes, an East Asian multi-byte
+encoding (declared, or detected by uchardet through resiliparse), then windows-1252
+(which never fails). Charset labels are resolved the way browsers do (WHATWG):
+``iso-8859-1`` and ``ascii`` mean windows-1252, ``gb2312`` means gb18030, and so on,
+because that is what the pages were written for.
 
 A declared charset is only used when the bytes decode under it without error; a page
 that says UTF-8 but holds windows-1252 bytes (common in old crawls) falls through to the
-next candidate instead of turning into replacement characters or raising.
+next candidate instead of turning into replacement characters or raising. Two exceptions:
+a declared single-byte code page is tried after UTF-8 (valid multi-byte UTF-8 under an
+ISO-8859-x label is a template's stale <meta>), and a declared East Asian multi-byte charset
+that fails on a stray byte is still used, with U+FFFD there, as browsers do.
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ _codec_cache: dict[str, str | None] = {}
 _MULTIBYTE_CJK = {"gb18030", "big5hkscs", "cp932", "euc_jp", "cp949"}
 # A multi-byte decoding is kept with at most one replacement character per this many
 # non-ASCII characters (a cut sequence, a stray byte); more means the guess is wrong.
-_CJK_CHARS_PER_BAD_BYTE = 100
+_CJK_CHARS_PER_REPLACEMENT = 100
 
 
 def normalize_charset(label: str | bytes | None) -> str | None:
@@ -142,7 +146,7 @@ def _decode_multibyte_cjk(data: bytes, codecs_to_try: list[str]) -> tuple[str, s
         text = data.decode(codec, "replace")
         bad = text.count("\ufffd")
         non_ascii = len(text) - len(text.encode("ascii", "ignore")) - bad
-        if non_ascii > 0 and bad * _CJK_CHARS_PER_BAD_BYTE <= non_ascii:
+        if non_ascii > 0 and bad * _CJK_CHARS_PER_REPLACEMENT <= non_ascii:
             return text, codec
     return None
 
