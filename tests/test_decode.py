@@ -95,8 +95,11 @@ def test_normalize_charset():
 
 # Undeclared East Asian pages (no HTTP charset, no <meta>): uchardet (resiliparse) names the
 # multi-byte encoding; before, they fell through to windows-1252 and became mojibake.
-ZH = ("飞行归因于作用在飞机上的几个力。第一个是飞机的重量，即将飞机拉向地面的重力。第二个是引擎产生的推力，"
-      "它通过空气推动飞机，飞机向前运动引起空气在机翼上方运动，反过来又产生可抵销重力的升力。")
+# Texts: ZH and ZH_TW written for these tests; JA the opening of Natsume Soseki's "I Am a Cat"
+# (1905, public domain); KO articles 1 and 10 of the Constitution of the Republic of Korea
+# (an official text, not copyrightable).
+ZH = ("在极端条件下，夸克可能会解禁并以自由粒子的形式存在。这种物质相态被称为夸克胶子等离子体，"
+      "它在宇宙大爆炸之后的几微秒内充满了早期宇宙，随后夸克被束缚成质子和中子。")
 JA = ("吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。何でも薄暗いじめじめした所で"
       "ニャーニャー泣いていた事だけは記憶している。吾輩はここで始めて人間というものを見た。")
 KO = "대한민국은 민주공화국이다. 대한민국의 주권은 국민에게 있고, 모든 권력은 국민으로부터 나온다. 국가는 개인이 가지는 불가침의 기본적 인권을 확인하고 이를 보장할 의무를 진다."

@@ -35,8 +35,9 @@ from pulpie_spark.classify.inference import plan_batches
 
 # The shipped model's name in output tables (model_id). v5: v4's recipe retrained on pages
 # decoded by uchardet where undeclared (segment/decode.py: 11 GBK pages that were mojibake
-# are training pages now); v4: v3's recipe on feature version 3 (landmarks.py); v3: container pooling and token dropout on feature version 2 (v2: feature
-# version 2 alone; v1: feature version 1).
+# are training pages now); v4: v3's recipe on feature version 3 (landmarks.py); v3: container
+# pooling and token dropout on feature version 2 (v2: feature version 2 alone; v1: feature
+# version 1).
 MODEL_ID = "pulpie-spark/default-v5"
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
