@@ -140,12 +140,27 @@ def _detected_charset(data: bytes) -> str | None:
     return normalize_charset(detect_encoding(data, html5_compatible=False))
 
 
-def _decode_multibyte_cjk(data: bytes, codecs_to_try: list[str]) -> tuple[str, str] | None:
+def _replacements_and_non_ascii(text: str) -> tuple[int, int]:
+    """(U+FFFD count, other non-ASCII characters) of a lenient decoding."""
+    bad = text.count("\ufffd")
+    return bad, len(text) - len(text.encode("ascii", "ignore")) - bad
+
+
+def _multibyte_cjk_codecs(data: bytes, declared: list[str]):
+    """The declared East Asian multi-byte charsets, then uchardet's guess if it is one too;
+    lazily, so the detector only runs when no declared one fits."""
+    tried = [c for c in declared if c in _MULTIBYTE_CJK]
+    yield from tried
+    detected = _detected_charset(data)
+    if detected in _MULTIBYTE_CJK and detected not in tried:
+        yield detected
+
+
+def _decode_multibyte_cjk(data: bytes, codecs_to_try) -> tuple[str, str] | None:
     """The first of ``codecs_to_try`` that reads ``data`` with few replacement characters."""
     for codec in codecs_to_try:
         text = data.decode(codec, "replace")
-        bad = text.count("\ufffd")
-        non_ascii = len(text) - len(text.encode("ascii", "ignore")) - bad
+        bad, non_ascii = _replacements_and_non_ascii(text)
         if non_ascii > 0 and bad * _CJK_CHARS_PER_REPLACEMENT <= non_ascii:
             return text, codec
     return None
@@ -207,17 +222,12 @@ def decode_html(data: bytes | str | None, declared_charset: str | None = None) -
     # the labelled pages that reach this line, every windows-1252 one has none, and the three
     # with any are UTF-8 with damaged sequences (valid : bad = 0.59, 1.18, 1.50).
     lenient = data.decode("utf-8", "replace")
-    bad = lenient.count("\ufffd")
-    valid_non_ascii = len(lenient) - len(lenient.encode("ascii", "ignore")) - bad
+    bad, valid_non_ascii = _replacements_and_non_ascii(lenient)
     if 2 * valid_non_ascii >= bad:
         return lenient, "utf-8"
     # A declared East Asian encoding with a stray byte (browsers decode it with U+FFFD), else
     # one uchardet detects: without this an undeclared GBK or Shift_JIS page became windows-1252.
-    cjk = [c for c in candidates if c in _MULTIBYTE_CJK]
-    detected = _detected_charset(data)
-    if detected in _MULTIBYTE_CJK and detected not in cjk:
-        cjk.append(detected)
-    decoded = _decode_multibyte_cjk(data, cjk)
+    decoded = _decode_multibyte_cjk(data, _multibyte_cjk_codecs(data, candidates))
     if decoded is not None:
         return decoded
     # windows-1252 leaves five bytes undefined; those become U+FFFD rather than an error.
