@@ -43,7 +43,6 @@ def main() -> None:
     torch.set_num_threads(1)
     from pulpie_spark import reasons
     from pulpie_spark.classify.blockmodel import load_default
-    from pulpie_spark.classify.blockmodel.gate import chars_from_features, page_gate_features
     from pulpie_spark.evaluate.harness import load_labelled_table, trafilatura_text
     from pulpie_spark.page import fallback_reason, labels_from_probs
     from pulpie_spark.render.fallback import trafilatura_extract
@@ -75,8 +74,7 @@ def main() -> None:
             mark = clock()
             probs = classifier.predict_proba_features(features)[0]
             if gate is not None:
-                unsure = bool(gate.score(page_gate_features(probs, chars_from_features(features[0][1])))
-                              >= gate.threshold)
+                unsure = bool(gate.score(classifier.gate_features([probs], features)[0]) >= gate.threshold)
             labels = labels_from_probs(probs, None, page.paths).tolist()
             seconds["model"] += clock() - mark
             mark = clock()

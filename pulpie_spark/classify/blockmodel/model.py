@@ -386,11 +386,17 @@ class DefaultBlockClassifier:
                                    paths: Sequence[Sequence[str]] | None = None
                                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """P(main) per block and ``gate.page_gate_features`` per page, from one features pass."""
-        from pulpie_spark.classify.blockmodel.gate import chars_from_features, page_gate_features
-
         feats = self.features(pages, paths)
         probs = self.predict_proba_features(feats)
-        return probs, [page_gate_features(p, chars_from_features(f[1])) for p, f in zip(probs, feats)]
+        return probs, self.gate_features(probs, feats)
+
+    @staticmethod
+    def gate_features(probs: Sequence[np.ndarray], feats: Sequence[tuple[np.ndarray, ...]]) -> list[np.ndarray]:
+        """``gate.page_gate_features`` of each page from its P(main) and its ``features`` (the
+        characters per block come from the numeric features: no second pass over the text)."""
+        from pulpie_spark.classify.blockmodel.gate import chars_from_features, page_gate_features
+
+        return [page_gate_features(p, chars_from_features(f[1])) for p, f in zip(probs, feats)]
 
     def predict(self, pages, paths=None) -> list[list[int]]:
         from pulpie_spark.classify.base import probs_to_labels
