@@ -146,17 +146,22 @@ def classify_pages(classifier, pages: Sequence[Sequence[str]], paths: Sequence[S
 
 def labels_from_probs(probs, threshold: float | None = None, paths: Sequence[str | None] | None = None) -> np.ndarray:
     """1 (main) where P(main) >= ``threshold`` (default MAIN_THRESHOLD), else 0; with the
-    blocks' ``paths``, 0 also for the blocks the output convention leaves out (captions, text
-    hidden by a class: classify/conventions.py), whatever their P(main)."""
+    blocks' ``paths``, the output convention (classify/conventions.py) too: 0 for the blocks it
+    leaves out (captions, text hidden by a class) whatever their P(main), and for the blocks
+    named as boxes (share, newsletter, consent, related, ...) under BOX_MIN_PROB."""
     from pulpie_spark.classify.base import MAIN_THRESHOLD
-    from pulpie_spark.classify.conventions import never_main_blocks
+    from pulpie_spark.classify.conventions import BOX_MIN_PROB, box_blocks, never_main_blocks
 
     probs = np.asarray(probs, dtype=np.float32)
-    labels = (probs >= np.float32(threshold or MAIN_THRESHOLD)).astype(np.int32)
+    threshold = np.float32(threshold or MAIN_THRESHOLD)
+    labels = (probs >= threshold).astype(np.int32)
     main = np.flatnonzero(labels)
-    if paths is not None and len(main):   # only the main blocks' paths need the test
+    if paths is not None and len(main):   # only the main blocks' paths need the tests
         main_paths = [paths[i] if i < len(paths) else None for i in main]
-        labels[main[never_main_blocks(main_paths, len(main))]] = 0
+        out = never_main_blocks(main_paths, len(main))
+        if threshold < np.float32(BOX_MIN_PROB):
+            out |= box_blocks(main_paths, len(main)) & (probs[main] < np.float32(BOX_MIN_PROB))
+        labels[main[out]] = 0
     return labels
 
 

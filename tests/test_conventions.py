@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pulpie_spark.classify import spark_adapter as cls_spark
-from pulpie_spark.classify.conventions import never_main_blocks
+from pulpie_spark.classify.conventions import BOX_MIN_PROB, box_blocks, never_main_blocks
 from pulpie_spark.extractor import Extractor
 from pulpie_spark.page import labels_from_probs, segment_page
 
@@ -71,6 +71,37 @@ def test_labels_from_probs_applies_the_convention_only_with_paths():
     assert labels_from_probs(probs, 0.5, paths).tolist() == [1, 0, 0, 0]
     assert labels_from_probs(probs, 0.8, paths).tolist() == [1, 0, 0, 0]
     assert labels_from_probs(np.zeros(0, dtype=np.float32), 0.5, []).tolist() == []
+
+
+@pytest.mark.parametrize("path, box", [
+    ("html > body > article > div.newsletter-widget > p", True),
+    ("html > body > article > section.NewsletterBox_root__rh9I2", True),        # any case
+    ("html > body > article > div.sourcepoint__social-placeholder > p", True),   # the parent
+    ("html > body > article > div#related-stories > ul", True),                 # an id too
+    ("html > body > article > div.group-[.has-consent]:hidden > div.pt-3", True),
+    ("html > body > article > aside.teaser-list > div > p", False),  # the grandparent: not read
+    ("html > body > div.share-page > main > article > p", False),    # a page-wide wrapper
+    ("html > body > article.story > p", False),
+    ("html > body > p.shared", True),
+    ("html > body > related > p", False),                             # a tag, not a name
+    ("", False),
+    (None, False),
+])
+def test_box_blocks_by_path(path, box):
+    assert box_blocks([path], 1).tolist() == [box]
+
+
+def test_a_box_block_needs_box_min_prob():
+    probs = np.array([0.6, 0.6, BOX_MIN_PROB, 0.95, 0.3], dtype=np.float32)
+    paths = ["html > body > article > p", "html > body > article > div.newsletter > p",
+             "html > body > article > div.newsletter > p", "html > body > div.related-links > p",
+             "html > body > div.share > p"]
+    assert labels_from_probs(probs, 0.5, paths).tolist() == [1, 0, 1, 1, 0]
+    assert labels_from_probs(probs, 0.5).tolist() == [1, 1, 1, 1, 0]      # no paths: no convention
+    # a main threshold above BOX_MIN_PROB applies to every block alike
+    assert labels_from_probs(probs, 0.92, paths).tolist() == [0, 0, 0, 1, 0]
+    assert box_blocks(None, 2).tolist() == [False, False]
+    assert box_blocks(paths[1:2], 3).tolist() == [True, False, False]
 
 
 def test_extractor_leaves_captions_and_hidden_text_out():
