@@ -37,7 +37,8 @@ class Extractor:
                  links: bool = False, images: bool = False, *, main_threshold: float = MAIN_THRESHOLD,
                  unsure_threshold: float | None = None, classifier=None, **model_kwargs):
         """``main_threshold``: P(main) at or above which a block is main (raise it for
-        precision, lower it for recall; captions and class-hidden blocks are never main:
+        precision, lower it for recall; captions and class-hidden blocks are never main,
+        and blocks named as share/newsletter/consent/related boxes need P(main) >= 0.9:
         classify/conventions.py); ``unsure_threshold``: page-gate score at or above
         which a page goes to the fallback (None: the model's own, as shipped; a value above
         1: never; the default model's gate is described in docs/model-card.md); ``classifier`` injects an already loaded

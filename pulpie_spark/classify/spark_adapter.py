@@ -225,7 +225,8 @@ def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks"
     """Add ``labels``, ``main_probs``, ``model_id``, ``classify_error``, ``unsure_page`` (each
     behind ``prefix``, so a pipeline can keep input columns of those names); an input column
     of the same name is replaced. ``labels`` are 1 where ``main_probs`` >= ``main_threshold``
-    and the block's path is not one the output convention leaves out (classify/conventions.py);
+    and the block's path is not one the output convention leaves out (classify/conventions.py:
+    captions and class-hidden blocks; blocks named as boxes below BOX_MIN_PROB);
     ``unsure_page`` is the page gate's verdict at ``unsure_threshold`` (page.classify_pages;
     null for a model without a gate). ``compile``: torch.compile scope of a transformers
     encoder (``auto``: its layers on CUDA; hf.resolve_compile_scope)."""
