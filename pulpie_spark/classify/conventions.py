@@ -91,18 +91,17 @@ _BOX_NAME = re.compile(r"share|sharing|social|newsletter|subscri|sign-?up|consen
 BOX_MIN_PROB = 0.9     # P(main) a box block needs to stay main (module doc)
 _BOX_LEVELS = 2        # the block's own element and its parent
 _NAMES_RE = re.compile(r"[.#]([^.#]+)")   # class and id names of a path element
-_BOX_CACHE: dict[str, bool] = {}
+_BOX_ELEMENT_CACHE: dict[str, bool] = {}
 
 
-def _names_a_box(path: str) -> bool:
-    """Whether one of the ``_BOX_LEVELS`` innermost elements of ``path`` has a box's class/id name."""
-    found = _BOX_CACHE.get(path)
+def _box_element(element: str) -> bool:
+    """Whether a path element such as ``div.newsletter-box#signup`` has a box's class/id name."""
+    found = _BOX_ELEMENT_CACHE.get(element)
     if found is None:
-        elements = [e.strip() for e in path.split(" > ") if e.strip()][-_BOX_LEVELS:]
-        found = any(_BOX_NAME.search(name) for e in elements for name in _NAMES_RE.findall(e))
-        if len(_BOX_CACHE) > _CACHE_MAX:
-            _BOX_CACHE.clear()
-        _BOX_CACHE[path] = found
+        found = any(_BOX_NAME.search(name) for name in _NAMES_RE.findall(element))
+        if len(_BOX_ELEMENT_CACHE) > _CACHE_MAX:
+            _BOX_ELEMENT_CACHE.clear()
+        _BOX_ELEMENT_CACHE[element] = found
     return found
 
 
@@ -112,8 +111,14 @@ def box_blocks(paths: Sequence[str | None] | None, n_blocks: int) -> np.ndarray:
     out = np.zeros(n_blocks, dtype=bool)
     if not paths or n_blocks == 0:
         return out
+    seen: dict[str, bool] = {}
     for i, path in enumerate(paths[:n_blocks]):
-        out[i] = bool(path) and _names_a_box(path)
+        key = path or ""
+        found = seen.get(key)
+        if found is None:
+            elements = [e.strip() for e in key.split(" > ") if e.strip()][-_BOX_LEVELS:]
+            found = seen[key] = any(_box_element(e) for e in elements)
+        out[i] = found
     return out
 
 
