@@ -105,9 +105,9 @@ def _box_element(element: str) -> bool:
     return found
 
 
-def box_blocks(paths: Sequence[str | None] | None, n_blocks: int) -> np.ndarray:
-    """bool [n_blocks]: True for the blocks whose own element or parent is named as a box (the
-    module doc: they stay main only at P(main) >= BOX_MIN_PROB). All False without paths."""
+def _blocks_by_path(paths: Sequence[str | None] | None, n_blocks: int, path_test) -> np.ndarray:
+    """bool [n_blocks]: ``path_test(path)`` per block, each distinct path tested once (sibling
+    blocks share paths); all False without paths, and for a block past the end of ``paths``."""
     out = np.zeros(n_blocks, dtype=bool)
     if not paths or n_blocks == 0:
         return out
@@ -116,26 +116,32 @@ def box_blocks(paths: Sequence[str | None] | None, n_blocks: int) -> np.ndarray:
         key = path or ""
         found = seen.get(key)
         if found is None:
-            elements = [e.strip() for e in key.split(" > ") if e.strip()][-_BOX_LEVELS:]
-            found = seen[key] = any(_box_element(e) for e in elements)
+            found = seen[key] = path_test(key)
         out[i] = found
     return out
+
+
+def _names_a_box(path: str) -> bool:
+    """Whether one of the ``_BOX_LEVELS`` innermost elements of ``path`` has a box's class/id name."""
+    elements = [e.strip() for e in path.split(" > ") if e.strip()]
+    return any(_box_element(e) for e in elements[-_BOX_LEVELS:])
+
+
+def _never_main_path(path: str) -> bool:
+    """Whether an element of ``path`` puts its blocks out of the main text (the substring
+    prefilter ``_MAYBE`` first: 9 paths in 10 have none of them)."""
+    lowered = path.lower()
+    return (any(m in lowered for m in _MAYBE)
+            and any(_never_main_element(e.strip()) for e in path.split(" > ") if e.strip()))
+
+
+def box_blocks(paths: Sequence[str | None] | None, n_blocks: int) -> np.ndarray:
+    """bool [n_blocks]: True for the blocks whose own element or parent is named as a box (the
+    module doc: they stay main only at P(main) >= BOX_MIN_PROB). All False without paths."""
+    return _blocks_by_path(paths, n_blocks, _names_a_box)
 
 
 def never_main_blocks(paths: Sequence[str | None] | None, n_blocks: int) -> np.ndarray:
     """bool [n_blocks]: True for the blocks whose path puts them out of the main text (the
     module doc). All False without paths; a block past the end of ``paths`` is never excluded."""
-    out = np.zeros(n_blocks, dtype=bool)
-    if not paths or n_blocks == 0:
-        return out
-    seen: dict[str, bool] = {}
-    for i, path in enumerate(paths[:n_blocks]):
-        key = path or ""
-        excluded = seen.get(key)
-        if excluded is None:
-            lowered = key.lower()
-            excluded = (any(m in lowered for m in _MAYBE)
-                        and any(_never_main_element(e.strip()) for e in key.split(" > ") if e.strip()))
-            seen[key] = excluded
-        out[i] = excluded
-    return out
+    return _blocks_by_path(paths, n_blocks, _never_main_path)
