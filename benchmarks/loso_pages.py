@@ -20,6 +20,13 @@ same run (the anchor).
     # fold model extracts its held-out pages end to end at each threshold (Extractor(main_threshold=),
     # trafilatura fallback); next to trafilatura as the run had it and with favor_precision=True
     python benchmarks/loso_pages.py threshold RUN --input ../shared/data/extraction --thresholds 0.5,0.6,0.7
+    # fold models of several runs (other seeds, same folds; all with --keep-models) averaged:
+    # each held-out page's P(main) from every run's fold model, the mean over all of them on
+    # every page, and a cascade (the mean only where the first run's model is unsure: at least
+    # --unsure-share of the page's characters in blocks with 0.3 < P(main) < 0.7); convention,
+    # render and the empty/short-output fallback as shipped, then the first run's page-gate
+    # decisions (its sent pages keep its fallback text). "first" must reproduce the first run
+    python benchmarks/loso_pages.py ensemble RUN RUN2 RUN3 --input ../shared/data/extraction
 """
 
 from __future__ import annotations
@@ -339,14 +346,129 @@ def _threshold_table(run: Path, pages: pd.DataFrame, thresholds: list[float]) ->
                            f"{part.loc[f, 'shingle_recall']:.3f})" for f in folds) + " |")
 
 
+UNSURE_LOW, UNSURE_HIGH = 0.3, 0.7
+
+
+def _unsure_share(probs: np.ndarray, chars: np.ndarray) -> float:
+    """The share of a page's characters in blocks whose P(main) is between UNSURE_LOW and UNSURE_HIGH."""
+    unsure = (probs > UNSURE_LOW) & (probs < UNSURE_HIGH)
+    return float((chars * unsure).sum() / max(float(chars.sum()), 1.0))
+
+
+def _ensemble_chunk(payload) -> list[dict]:
+    """Texts of one fold's pages: the first model, the mean of all, the cascade."""
+    import torch
+
+    from pulpie_spark.classify.blockmodel.gate import chars_from_features
+    from pulpie_spark.classify.registry import load_classifier
+    from pulpie_spark.page import fallback_page, fallback_reason, labels_from_probs, render_page, segment_page
+
+    torch.set_num_threads(1)
+    model_dirs, unsure_share, pages = payload
+    classifiers = [load_classifier(d) for d in model_dirs]
+    rows = []
+    for key, html in pages:
+        seg = segment_page(html)
+        row = {"page": key, "cascaded": False}
+        variants: dict[str, np.ndarray | None] = dict.fromkeys(ENSEMBLE_VARIANTS)
+        if seg["seg_error"] is None:
+            feats = classifiers[0].features([seg["blocks"]], [seg["block_paths"]])
+            probs = [c.predict_proba_features(feats)[0] for c in classifiers]
+            mean = np.mean(probs, axis=0).astype(np.float32)
+            row["cascaded"] = _unsure_share(probs[0], chars_from_features(feats[0][1])) >= unsure_share
+            variants = {"first": probs[0], "mean": mean, "cascade": mean if row["cascaded"] else probs[0]}
+        fallback_text = None
+        for name, p in variants.items():
+            text = markdown = error = None
+            if p is not None:
+                r = render_page(seg["map_html"], labels_from_probs(p, None, seg["block_paths"]).tolist())
+                text, markdown, error = r["text"], r["markdown"], r["render_error"]
+            why = fallback_reason(seg["seg_error"], seg["seg_error"] or error, markdown, False, text=text)
+            if why is not None:
+                if fallback_text is None:
+                    fb = fallback_page(html)
+                    fallback_text = fb["text"] if fb["fallback"] is not None else ""
+                text = fallback_text or text
+            row[f"{name}_text"] = text or ""
+        rows.append(row)
+    return rows
+
+
+ENSEMBLE_VARIANTS = ("first", "mean", "cascade")
+
+
+def ensemble(runs: list[Path], input_path: Path, unsure_share: float, workers: int = 2) -> None:
+    import json
+    import multiprocessing as mp
+
+    from pulpie_spark.evaluate.loso import GATE_SCORE_COLUMN, GATELESS, load_sources
+
+    first = runs[0]
+    base = _pages_with_fold_models(first)
+    html = {(s, p): h for s, p, h in load_sources(input_path)[["source", "page_id", "html"]].itertuples(index=False)}
+    tasks = []
+    for fold, part in base.groupby("fold"):
+        dirs = [str(run / "models" / fold) for run in runs]
+        missing = [d for d in dirs if not Path(d).is_dir()]
+        if missing:
+            raise SystemExit(f"no fold model {missing[0]} (every run needs --keep-models and the same folds)")
+        keys = list(zip(part["source"], part["page_id"]))
+        for start in range(0, len(keys), 100):
+            tasks.append((dirs, unsure_share, [(k, html[k]) for k in keys[start:start + 100]]))
+    with mp.get_context("spawn").Pool(workers) as pool:
+        rows = [r for chunk in pool.map(_ensemble_chunk, tasks, chunksize=1) for r in chunk]
+    out = pd.DataFrame(rows)
+    out["source"], out["page_id"] = zip(*out.pop("page"))
+    pages = base.merge(out, on=["source", "page_id"])
+    gate = json.loads((first / "summary.json").read_text()).get("page_gate")
+    names = list(ENSEMBLE_VARIANTS)
+    if gate:   # the first run's nested gate decisions; its sent pages keep its (fallback) text
+        sent = pages[GATE_SCORE_COLUMN].fillna(-1.0).to_numpy() >= gate["threshold"]
+        for name in ENSEMBLE_VARIANTS:
+            pages[f"{name}+gate_text"] = np.where(sent, pages[f"{MODEL}_text"].fillna(""), pages[f"{name}_text"])
+        names += [f"{name}+gate" for name in ENSEMBLE_VARIANTS]
+        same = (pages["first+gate_text"] == pages[f"{MODEL}_text"].fillna("")).mean()
+        same_gateless = (pages["first_text"] == pages[f"{GATELESS}_text"].fillna("")).mean()
+        print(f"{first}: 'first' equals the run's text on {same:.1%} of {len(pages)} pages "
+              f"({same_gateless:.1%} without the gate); gate threshold {gate['threshold']}")
+    else:
+        same = (pages["first_text"] == pages[f"{MODEL}_text"].fillna("")).mean()
+        print(f"{first}: 'first' equals the run's text on {same:.1%} of {len(pages)} pages (no page gate)")
+    print(f"models of {len(runs)} runs: {', '.join(map(str, runs))}; cascade on {pages['cascaded'].mean():.1%} "
+          f"of the pages (>= {unsure_share} of the characters at {UNSURE_LOW} < P(main) < {UNSURE_HIGH})")
+    for name in names:   # the per-page columns score_loso reads
+        pages[f"{name}_cpu_seconds"] = np.nan
+        pages[f"{name}_error"] = None
+    pages = add_page_metrics(pages, names + [TRAFILATURA])
+    scores = score_loso(pages, names + [TRAFILATURA])
+    folds = sorted(pages["fold"].unique())
+    print("| texts | mean sh-F1 | mean R5 | non-En sh-F1 CJK | " + " | ".join(folds) + " |")
+    print("|---|---|---|---|" + "---|" * len(folds))
+    for name in names + [TRAFILATURA]:
+        part = scores[(scores["by"] == "fold") & (scores["extractor"] == name)].set_index("group")
+        pooled = scores[(scores["by"] == "pooled") & (scores["extractor"] == name)]["shingle_cjk_f1"]
+        print(f"| {name} | {part['shingle_f1'].mean():.4f} | {part['rouge5_f1'].mean():.4f} | "
+              f"{pooled.iloc[0] if len(pooled) else float('nan'):.4f} | "
+              + " | ".join(f"{part.loc[f, 'shingle_f1']:.3f}" for f in folds) + " |")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("question", choices=["few-blocks", "short-fallback", "rules", "gate", "threshold"])
+    parser.add_argument("question", choices=["few-blocks", "short-fallback", "rules", "gate", "threshold",
+                                             "ensemble"])
     parser.add_argument("runs", nargs="+", type=Path, help="output folders of jobs/evaluate.py --protocol loso")
     parser.add_argument("--input", type=Path, help="threshold: the labelled pages the run read (its --input)")
     parser.add_argument("--thresholds", default="0.5,0.6,0.7", help="threshold: main thresholds to compare")
-    parser.add_argument("--workers", type=int, default=2, help="threshold: extraction processes")
+    parser.add_argument("--workers", type=int, default=2, help="threshold, ensemble: extraction processes")
+    parser.add_argument("--unsure-share", type=float, default=0.05,
+                        help="ensemble: the cascade averages the models where at least this share of the "
+                             "page's characters is in blocks the first model scores 0.3-0.7")
     args = parser.parse_args(argv)
+    if args.question == "ensemble":
+        if args.input is None or len(args.runs) < 2:
+            parser.error("ensemble needs --input and at least two runs")
+        ensemble(args.runs, args.input, args.unsure_share, args.workers)
+        return 0
     if args.question == "threshold":
         if args.input is None:
             parser.error("threshold needs --input (the run's labelled pages)")
