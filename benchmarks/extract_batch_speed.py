@@ -35,6 +35,8 @@ def main() -> None:
     parser.add_argument("--per-source", type=int, default=40, help="pages per source (first by page_id)")
     parser.add_argument("--batch-pages", type=int, default=16, help="pages per extract_batch call")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--model", default="default",
+                        help="the Extractor's model (a load_classifier name: default, a jobs/train.py output dir)")
     parser.add_argument("--unsure-threshold", type=unsure_threshold_arg, default=None,
                         help="the page gate: 'model' (default, as shipped), 'off', or a threshold")
     parser.add_argument("--fallback", choices=list(FALLBACKS), default=DEFAULT_FALLBACK,
@@ -54,7 +56,7 @@ def main() -> None:
     table = load_labelled_table(args.input)
     table = (table.sort_values(["source", "page_id"]).groupby("source", sort=True)
              .head(args.per_source).reset_index(drop=True))
-    extractor = Extractor(unsure_threshold=args.unsure_threshold, fallback=args.fallback)
+    extractor = Extractor(args.model, unsure_threshold=args.unsure_threshold, fallback=args.fallback)
     classifier = extractor.classifier
     gate = classifier.page_gate
     threshold = args.unsure_threshold if args.unsure_threshold is not None else (gate.threshold if gate else None)

@@ -346,19 +346,11 @@ def _threshold_table(run: Path, pages: pd.DataFrame, thresholds: list[float]) ->
                            f"{part.loc[f, 'shingle_recall']:.3f})" for f in folds) + " |")
 
 
-UNSURE_LOW, UNSURE_HIGH = 0.3, 0.7
-
-
-def _unsure_share(probs: np.ndarray, chars: np.ndarray) -> float:
-    """The share of a page's characters in blocks whose P(main) is between UNSURE_LOW and UNSURE_HIGH."""
-    unsure = (probs > UNSURE_LOW) & (probs < UNSURE_HIGH)
-    return float((chars * unsure).sum() / max(float(chars.sum()), 1.0))
-
-
 def _ensemble_chunk(payload) -> list[dict]:
     """Texts of one fold's pages: the first model, the mean of all, the cascade."""
     import torch
 
+    from pulpie_spark.classify.blockmodel.ensemble import Cascade
     from pulpie_spark.classify.blockmodel.gate import chars_from_features
     from pulpie_spark.classify.registry import load_classifier
     from pulpie_spark.page import fallback_page, fallback_reason, labels_from_probs, render_page, segment_page
@@ -366,6 +358,7 @@ def _ensemble_chunk(payload) -> list[dict]:
     torch.set_num_threads(1)
     model_dirs, unsure_share, pages = payload
     classifiers = [load_classifier(d) for d in model_dirs]
+    cascade = Cascade(min_share=unsure_share)
     rows = []
     for key, html in pages:
         seg = segment_page(html)
@@ -375,7 +368,7 @@ def _ensemble_chunk(payload) -> list[dict]:
             feats = classifiers[0].features([seg["blocks"]], [seg["block_paths"]])
             probs = [c.predict_proba_features(feats)[0] for c in classifiers]
             mean = np.mean(probs, axis=0).astype(np.float32)
-            row["cascaded"] = _unsure_share(probs[0], chars_from_features(feats[0][1])) >= unsure_share
+            row["cascaded"] = cascade.wants_members(probs[0], chars_from_features(feats[0][1]))
             variants = {"first": probs[0], "mean": mean, "cascade": mean if row["cascaded"] else probs[0]}
         fallback_text = None
         for name, p in variants.items():
@@ -401,6 +394,7 @@ def ensemble(runs: list[Path], input_path: Path, unsure_share: float, workers: i
     import json
     import multiprocessing as mp
 
+    from pulpie_spark.classify.blockmodel.ensemble import Cascade
     from pulpie_spark.evaluate.loso import GATE_SCORE_COLUMN, GATELESS, load_sources
 
     first = runs[0]
@@ -435,7 +429,7 @@ def ensemble(runs: list[Path], input_path: Path, unsure_share: float, workers: i
         same = (pages["first_text"] == pages[f"{MODEL}_text"].fillna("")).mean()
         print(f"{first}: 'first' equals the run's text on {same:.1%} of {len(pages)} pages (no page gate)")
     print(f"models of {len(runs)} runs: {', '.join(map(str, runs))}; cascade on {pages['cascaded'].mean():.1%} "
-          f"of the pages (>= {unsure_share} of the characters at {UNSURE_LOW} < P(main) < {UNSURE_HIGH})")
+          f"of the pages (>= {unsure_share} of the characters at {Cascade.low} < P(main) < {Cascade.high})")
     for name in names:   # the per-page columns score_loso reads
         pages[f"{name}_cpu_seconds"] = np.nan
         pages[f"{name}_error"] = None

@@ -14,7 +14,9 @@ block of our segmentation). Optional ``split`` ("train"/"dev", else a stable has
    ``pyspark.ml.torch.distributor.TorchDistributor`` (``--num-processes``, ``--use-gpu``;
    ``--local-mode`` runs the processes on the driver).
 3. ``--output`` receives model.safetensors + config.json + training_report.json, the
-   layout of pulpie_spark/models/default/ (plus page_gate.json with ``--page-gate``).
+   layout of pulpie_spark/models/default/ (plus page_gate.json with ``--page-gate``); with
+   ``--members N`` an ensemble of the models of seeds seed .. seed+N-1 (member-1/ .. and
+   ensemble.json: blockmodel/ensemble.py), the others asked where the first is unsure.
 
 Distillation: ``--teacher orange-small`` (any name for load_classifier) adds the
 teacher's P(main) per block; the loss becomes 0.7 x KL(teacher||student) at T=2 + 0.3 x CE.

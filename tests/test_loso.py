@@ -286,3 +286,30 @@ def test_training_only_pages_train_every_fold_and_are_never_held_out_or_scored(t
     weak.assign(source="alpha").to_parquet(clash / "alpha.parquet", index=False)
     with pytest.raises(ValueError, match="alpha"):
         _evaluate_job().main(args + ["--train-only", str(clash), "--output", str(tmp_path / "clash-out")])
+
+
+def test_loso_trains_each_fold_an_ensemble_with_members(tmp_path, fake_sources):
+    """--members 2: every fold model is an ensemble of seeds s and s+1, and the held-out pages
+    are extracted by it (the page gate, when fitted, sees the ensemble's output)."""
+    from pulpie_spark.extractor import Extractor
+
+    folder, table = fake_sources
+    out = tmp_path / "loso"
+    rc = _evaluate_job().main([
+        "--protocol", "loso", "--input", str(folder), "--output", str(out), "--min-fold-pages", "2",
+        "--epochs", "1", "--batch-pages", "2", "--hidden", "16", "--embed-dim", "8", "--buckets", "2048",
+        "--fallback", "none", "--members", "2", "--cascade-share", "0", "--seed", "7", "--keep-models"])
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["train_config"]["members"] == 2 and summary["train_config"]["cascade_share"] == 0.0
+    pages = pd.read_parquet(out / "pages.parquet")
+    html = dict(zip(table["source"] + "/" + table["page_id"], table["html"]))
+    for fold, part in pages.groupby("fold"):
+        model_dir = out / "models" / fold
+        assert json.loads((model_dir / "ensemble.json").read_text())["members"] == ["member-1"]
+        member = json.loads((model_dir / "member-1" / "config.json").read_text())["training"]
+        assert member["config"]["seed"] == 8
+        extractor = Extractor(str(model_dir), fallback="none")
+        assert len(extractor.classifier.members) == 1
+        for key, text in zip(part["source"] + "/" + part["page_id"], part["model_text"]):
+            assert extractor.extract(html[key]).text == text

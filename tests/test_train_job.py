@@ -65,6 +65,18 @@ def test_train_job_builds_cache_prints_coverage_and_saves_model(spark, tmp_path,
     assert load_classifier(str(tmp_path / "gated")).page_gate == gate
     assert load_classifier(str(tmp_path / "model2")).page_gate is None
 
+    # --members 2: the first member is the single model of the seed, the second one of seed + 1;
+    # the gate ships next to them and sees their averaged output
+    args = _args(job, tmp_path, data_dir, "--reuse-cache", "--members", "2", "--page-gate",
+                 str(tmp_path / "page_gate.json"))
+    args.output = str(tmp_path / "ensemble")
+    assert job.run(spark, args) == 0
+    assert (tmp_path / "ensemble" / "model.safetensors").read_bytes() == first
+    assert (tmp_path / "ensemble" / "member-1" / "model.safetensors").read_bytes() != first
+    ensemble = load_classifier(str(tmp_path / "ensemble"))
+    assert len(ensemble.members) == 1 and ensemble.page_gate == gate
+    assert json.loads((tmp_path / "ensemble" / "training_report.json").read_text())["members"][0]["seed"] == 14
+
     # the Spark cache carries the container groups; a pooling model with token dropout trains on it
     from pulpie_spark.classify.blockmodel.data import CACHED_CONTAINER_LEVELS
 

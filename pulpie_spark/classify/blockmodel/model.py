@@ -33,12 +33,14 @@ from pulpie_spark.classify.blockmodel.features import (FEATURE_VERSION, FEATURE_
                                                       n_numeric, page_features)
 from pulpie_spark.classify.inference import plan_batches
 
-# The shipped model's name in output tables (model_id). v5: v4's recipe retrained on pages
+# The shipped model's name in output tables (model_id). v6: an ensemble of v5's recipe with
+# seeds 13, 14, 15 (ensemble.py: the first is v5's weights; the other two averaged in on
+# pages where it is unsure); v5: v4's recipe retrained on pages
 # decoded by uchardet where undeclared (segment/decode.py: 11 GBK pages that were mojibake
 # are training pages now); v4: v3's recipe on feature version 3 (landmarks.py); v3: container
 # pooling and token dropout on feature version 2 (v2: feature version 2 alone; v1: feature
 # version 1).
-MODEL_ID = "pulpie-spark/default-v5"
+MODEL_ID = "pulpie-spark/default-v6"
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 
@@ -324,21 +326,44 @@ CPU_BATCH_BLOCKS = 1024
 ACCELERATOR_BATCH_BLOCKS = 32768
 
 
+# What a page's features depend on: members of one ensemble must agree on all of it.
+_FEATURE_FIELDS = ("n_buckets", "feature_version", "numeric_dim", "container_levels")
+
+
 def load_block_classifier(directory: str | os.PathLike, device: str | None = None) -> "DefaultBlockClassifier":
-    """A model directory of jobs/train.py's layout as a classifier: its weights and, when
-    the directory has one, its page gate."""
+    """A model directory of jobs/train.py's layout as a classifier: its weights, the other
+    members when it is an ensemble (ensemble.py) and, when the directory has one, its page gate."""
+    from pulpie_spark.classify.blockmodel.ensemble import load_ensemble
     from pulpie_spark.classify.blockmodel.gate import load_page_gate
 
-    return DefaultBlockClassifier(load_model(directory, device=device), device=device,
-                                  page_gate=load_page_gate(directory))
+    first = load_model(directory, device=device)
+    members, cascade = [], None
+    ensemble = load_ensemble(directory)
+    if ensemble is not None:
+        paths, cascade = ensemble
+        members = [load_model(path, device=device) for path in paths]
+        for path, member in zip(paths, members):
+            differs = [f for f in _FEATURE_FIELDS if getattr(member.config, f) != getattr(first.config, f)]
+            if differs:
+                raise ValueError(f"ensemble member {path} computes other block features than the first "
+                                 f"member of {directory} ({', '.join(differs)} differ): retrain it")
+    return DefaultBlockClassifier(first, device=device, page_gate=load_page_gate(directory),
+                                  members=members, cascade=cascade)
 
 
 class DefaultBlockClassifier:
-    """BlockClassifier over BlockSequenceModel (pages of block HTML + optional paths)."""
+    """BlockClassifier over BlockSequenceModel (pages of block HTML + optional paths).
+
+    ``members``: further models of the same features (an ensemble, ensemble.py); on the
+    pages ``cascade`` picks from ``model``'s output, P(main) is the mean over all models."""
 
     def __init__(self, model: BlockSequenceModel, device: str | None = None, batch_blocks: int | None = None,
-                 page_gate=None):
+                 page_gate=None, members: Sequence[BlockSequenceModel] = (), cascade=None):
+        from pulpie_spark.classify.blockmodel.ensemble import Cascade
+
         self.model = model
+        self.members = list(members)
+        self.cascade = cascade if cascade is not None else Cascade()
         self.device = device or "cpu"
         self.model_id = model.config.model_id
         if batch_blocks is None:
@@ -364,15 +389,35 @@ class DefaultBlockClassifier:
         return out
 
     def predict_proba_features(self, feats: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-        """P(main) per block of each page, in the order given; pages are run in groups of at
-        most ``batch_blocks`` padded blocks (a longer page alone)."""
+        """P(main) per block of each page, in the order given: the first model's, or on the
+        pages the cascade picks the mean of all members'."""
+        out = self._model_probs(self.model, feats)
+        if not self.members:
+            return out
+        from pulpie_spark.classify.blockmodel.gate import chars_from_features
+
+        picked = [i for i, (p, f) in enumerate(zip(out, feats))
+                  if self.cascade.wants_members(p, chars_from_features(f[1]))]
+        if not picked:
+            return out
+        sums = [out[i].astype(np.float64) for i in picked]
+        for member in self.members:
+            for k, p in enumerate(self._model_probs(member, [feats[i] for i in picked])):
+                sums[k] += p
+        for k, i in enumerate(picked):
+            out[i] = (sums[k] / (1 + len(self.members))).astype(np.float32)
+        return out
+
+    def _model_probs(self, model: BlockSequenceModel, feats: Sequence[tuple[np.ndarray, ...]]) -> list[np.ndarray]:
+        """``model``'s P(main) per block of each page; pages are run in groups of at most
+        ``batch_blocks`` padded blocks (a longer page alone)."""
         out: list[np.ndarray | None] = [None] * len(feats)
         with torch.inference_mode():
             for batch in plan_batches([len(f[0]) for f in feats], self.batch_blocks):
                 chunk = [feats[i] for i in batch]
                 ids, num, lengths, _ = collate(chunk)
-                groups = batch_groups(self.model, [f[2] if len(f) > 2 else None for f in chunk], ids.shape[1])
-                logits = self.model(ids.to(self.device), num.to(self.device), lengths, groups)
+                groups = batch_groups(model, [f[2] if len(f) > 2 else None for f in chunk], ids.shape[1])
+                logits = model(ids.to(self.device), num.to(self.device), lengths, groups)
                 probs = torch.softmax(logits.float(), dim=-1)[..., 1].cpu().numpy()
                 for row, i in enumerate(batch):
                     out[i] = probs[row, :len(feats[i][0])].astype(np.float32)

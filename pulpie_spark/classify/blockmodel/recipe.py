@@ -31,6 +31,11 @@ def add_recipe_arguments(parser, *, epochs: int, max_pages_per_source: int | Non
                         help="keep a moving average of the weights with this decay per step (0: off)")
     parser.add_argument("--teachers", type=int, default=0,
                         help="distil from the mean of this many models of seeds seed+1.. (0: off)")
+    parser.add_argument("--members", type=int, default=1,
+                        help="an ensemble of this many models of seeds seed, seed+1, .. (1: one model)")
+    parser.add_argument("--cascade-share", type=float, default=0.05,
+                        help="with --members: the members after the first run on a page where at least this "
+                             "share of its characters is in blocks the first scores 0.3-0.7 (0: every page)")
     parser.add_argument("--resample-epochs", action="store_true",
                         help="with --max-pages-per-source: each epoch its own seeded sample of each source")
     parser.add_argument("--batch-pages", type=int, default=16)
@@ -54,7 +59,8 @@ def recipe_config(args, **fields) -> dict:
     return {"epochs": args.epochs, "batch_pages": args.batch_pages, "lr": args.lr, "patience": args.patience,
             "seed": args.seed, "max_minutes": args.max_minutes, "max_pages_per_source": args.max_pages_per_source,
             "main_weight": args.main_weight, "token_dropout": args.token_dropout, "ema_decay": args.ema_decay,
-            "teachers": args.teachers, "resample_epochs": args.resample_epochs, **fields,
+            "teachers": args.teachers, "resample_epochs": args.resample_epochs,
+            "members": args.members, "cascade_share": args.cascade_share, **fields,
             "model": {"hidden": args.hidden, "embed_dim": args.embed_dim, "n_buckets": args.buckets,
                       "feature_version": feature_version, "container_levels": args.container_levels,
                       "container_stats": args.container_stats}}

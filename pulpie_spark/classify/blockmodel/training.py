@@ -22,6 +22,9 @@ probabilities and the word count of each block (for the word-weighted dev score)
   on its own seeded sample of the capped sources (seed ``seed + e``; epoch 0 is the usual
   sample), so the model sees more of the large sources' pages while every epoch keeps the
   sources' balance (a higher cap shifts that balance towards the large English sets).
+* ``members`` = N > 1 (``train_from_cache``): N models of the recipe, model k with seed
+  ``seed + k`` (each as a run of that seed trains it), saved as one ensemble (ensemble.py):
+  the first model's P(main), averaged with the others' on the pages where it is unsure.
 * reproducible: seeded torch + numpy shuffling, deterministic algorithms, a fixed
   thread count (``threads``; the result does not depend on the machine's core count).
 * distributed: when launched with ``WORLD_SIZE > 1`` (TorchDistributor / torchrun) each
@@ -71,6 +74,8 @@ class TrainConfig:
     ema_decay: float = 0.0               # > 0: evaluate and keep an exponential moving average of the weights
     teachers: int = 0                    # > 0: distil from the mean of this many models of other seeds (train_from_cache)
     resample_epochs: bool = False        # each epoch its own seeded per-source sample (train_from_cache)
+    members: int = 1                     # > 1: an ensemble of this many models of seeds seed, seed+1, .. (train_from_cache)
+    cascade_share: float = 0.05          # the ensemble's members after the first run where this share of a page is unsure
     device: str = "cpu"
     model: BlockModelConfig = field(default_factory=BlockModelConfig)
 
@@ -343,9 +348,18 @@ def training_rows(frame: pd.DataFrame, max_pages_per_source: int | None = None,
     return train, dev
 
 
-def _save_trained(model: BlockSequenceModel, output_dir: str | os.PathLike, report: dict) -> None:
-    """model.safetensors + config.json (with the report but its history) + training_report.json."""
+def _save_trained(model: BlockSequenceModel, output_dir: str | os.PathLike, report: dict,
+                  members: Sequence[tuple[BlockSequenceModel, dict]] = (), cascade=None) -> None:
+    """model.safetensors + config.json (with the report but its history) + training_report.json;
+    with ``members`` (model, report) also an ensemble of them after ``model`` (ensemble.py)."""
+    from pulpie_spark.classify.blockmodel.ensemble import clear_ensemble, member_dir, save_ensemble
+
+    clear_ensemble(output_dir)
     save_model(model, output_dir, extra={k: v for k, v in report.items() if k != "history"})
+    for k, (member, member_report) in enumerate(members, start=1):
+        save_model(member, member_dir(output_dir, k), extra={k: v for k, v in member_report.items() if k != "history"})
+    if members:
+        save_ensemble(output_dir, 1 + len(members), cascade)
     Path(output_dir, "training_report.json").write_text(json.dumps(report, indent=2) + "\n")
 
 
@@ -359,7 +373,47 @@ def train_from_cache(frame: pd.DataFrame, cfg: TrainConfig, output_dir: str | os
     teacher column already in the cache, e.g. a Pulpie checkpoint's) cannot be combined
     with it. With ``cfg.resample_epochs`` epoch e >= 1 trains on ``training_rows`` with seed
     ``seed + e``; the train rows returned are epoch 0's, and the report counts the distinct
-    train pages of all epochs run (``train_pages_seen``)."""
+    train pages of all epochs run (``train_pages_seen``). With ``cfg.members`` = N > 1 the N
+    members of the module doc are trained one after another and saved as one ensemble; the
+    model and rows returned are the first member's, the report's ``members`` lists the others
+    and its ``seconds`` and ``train_pages_seen`` count all of them."""
+    if cfg.members < 1:
+        raise ValueError(f"members must be >= 1, got {cfg.members}")
+    if cfg.members == 1:
+        model, report, train_rows, dev_rows, _ = _train_one(frame, cfg, distill)
+        if output_dir is not None and int(os.environ.get("RANK", "0")) == 0:
+            _save_trained(model, output_dir, report)
+        return model, report, train_rows, dev_rows
+    from pulpie_spark.classify.blockmodel.ensemble import Cascade
+
+    cascade = Cascade(min_share=cfg.cascade_share)   # refused here, before N trainings, when out of range
+    if cfg.teachers > 0:
+        raise ValueError("members > 1 averages models instead of distilling them: drop teachers")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ValueError("members > 1 trains its members one after another on one process: run without a "
+                         "distributor")
+    model, report, train_rows, dev_rows, seen = _train_one(frame, replace(cfg, members=1), distill)
+    members = []
+    for k in range(1, cfg.members):
+        member, member_report, _, _, member_seen = _train_one(frame, replace(cfg, seed=cfg.seed + k, members=1),
+                                                              distill)
+        members.append((member, member_report))
+        seen |= member_seen
+    report["config"] = {k: v for k, v in asdict(cfg).items() if k != "model"}
+    report["members"] = [{"seed": cfg.seed + k, "best_epoch": r["best_epoch"],
+                          "best_dev_word_f1": r["best_dev_word_f1"], "seconds": r["seconds"],
+                          "train_pages": r["train_pages"]} for k, (_, r) in enumerate(members, start=1)]
+    report["seconds"] = round(report["seconds"] + sum(r["seconds"] for _, r in members), 1)
+    report["train_pages_seen"] = len(seen)
+    if output_dir is not None:
+        _save_trained(model, output_dir, report, members, cascade)
+    return model, report, train_rows, dev_rows
+
+
+def _train_one(frame: pd.DataFrame, cfg: TrainConfig, distill: bool
+               ) -> tuple[BlockSequenceModel, dict, pd.DataFrame, pd.DataFrame, set]:
+    """One model of ``train_from_cache`` (teachers and resampled epochs included), not saved:
+    (model, report, train rows, dev rows, the (source, page_id) of every train page it saw)."""
     if cfg.resample_epochs and not cfg.max_pages_per_source:
         raise ValueError("resample_epochs draws a sample per epoch: set max_pages_per_source")
     train_rows, dev_rows = training_rows(frame, cfg.max_pages_per_source, cfg.seed)
@@ -396,10 +450,7 @@ def train_from_cache(frame: pd.DataFrame, cfg: TrainConfig, output_dir: str | os
         report["teachers"] = teacher_reports
         report["seconds"] = round(report["seconds"] + sum(t["seconds"] for t in teacher_reports), 1)
     report["train_pages_seen"] = len(seen)
-    # Saved here, after the report is complete; under a distributor by rank 0 only.
-    if output_dir is not None and int(os.environ.get("RANK", "0")) == 0:
-        _save_trained(model, output_dir, report)
-    return model, report, train_rows, dev_rows
+    return model, report, train_rows, dev_rows, seen
 
 
 def train_entry(cache_path: str, output: str, config_json: str, distill: bool) -> dict:
