@@ -33,7 +33,8 @@ class ExtractJob(SparkJob):
         parser.add_argument("--input-format", choices=["auto", "parquet", "delta", "warc"], default="auto",
                             help="auto: warc for *.warc[.gz] files/dirs of them, delta if _delta_log, else parquet")
         parser.add_argument("--model", default="default",
-                            help="'default' (embedded), orange-small|base|large, a Hub id or a checkpoint dir")
+                            help="'default' (embedded), 'default-fast' (its first model alone: ~15%% faster, "
+                                 "-0.004 LOSO shingle F1), orange-small|base|large, a Hub id or a checkpoint dir")
         parser.add_argument("--fallback", choices=list(FALLBACKS), default=DEFAULT_FALLBACK,
                             help="extractor for pages the model cannot serve (no blocks, an error, empty or short output, unsure)")
         parser.add_argument("--main-threshold", type=main_threshold_arg, default=MAIN_THRESHOLD,

@@ -16,7 +16,8 @@ block of our segmentation). Optional ``split`` ("train"/"dev", else a stable has
 3. ``--output`` receives model.safetensors + config.json + training_report.json, the
    layout of pulpie_spark/models/default/ (plus page_gate.json with ``--page-gate``); with
    ``--members N`` an ensemble of the models of seeds seed .. seed+N-1 (member-1/ .. and
-   ensemble.json: blockmodel/ensemble.py), the others asked where the first is unsure.
+   ensemble.json: blockmodel/ensemble.py), the others asked where the first is unsure;
+   ``--first-member-page-gate`` adds page_gate.first.json, the gate of the first member alone.
 
 Distillation: ``--teacher orange-small`` (any name for load_classifier) adds the
 teacher's P(main) per block; the loss becomes 0.7 x KL(teacher||student) at T=2 + 0.3 x CE.
@@ -54,6 +55,10 @@ class TrainJob(SparkJob):
         parser.add_argument("--page-gate", default=None, metavar="PAGE_GATE_JSON",
                             help="copy this page gate into --output (fitted by jobs/evaluate.py --protocol loso "
                                  "--page-gate on the same recipe; docs/model-card.md)")
+        parser.add_argument("--first-member-page-gate", default=None, metavar="PAGE_GATE_JSON",
+                            help="with --members N > 1: the gate of the first member alone (fitted by a "
+                                 "--members 1 LOSO run of the recipe), used when the model is loaded "
+                                 "first-member-only (model 'default-fast' for the shipped one)")
         parser.add_argument("--distributor", choices=["none", "torch"], default="none")
         parser.add_argument("--num-processes", type=int, default=1)
         parser.add_argument("--use-gpu", action="store_true")
@@ -61,6 +66,7 @@ class TrainJob(SparkJob):
 
     def run(self, spark, args) -> int:
         from pulpie_spark.classify.blockmodel.features import FEATURE_VERSION
+        from pulpie_spark.classify.blockmodel.gate import FIRST_MEMBER_GATE_FILE, GATE_FILE, PageGate
         from pulpie_spark.classify.blockmodel.training import train_entry
         from pulpie_spark.classify.blockmodel.labels import coverage_by_source, format_coverage
 
@@ -69,6 +75,13 @@ class TrainJob(SparkJob):
 
         if not args.input or not args.output:
             raise SystemExit("--input and --output are required")
+        if args.first_member_page_gate and args.members < 2:
+            raise SystemExit("--first-member-page-gate is the gate of an ensemble's first member: it needs "
+                             "--members >= 2 (a single model's gate is --page-gate)")
+        gates = {}   # parsed first: a file of another feature list is refused before training, not at load time
+        for name, path in ((GATE_FILE, args.page_gate), (FIRST_MEMBER_GATE_FILE, args.first_member_page_gate)):
+            if path:
+                gates[name] = PageGate.from_dict(json.loads(Path(path).read_text()))
         if args.dedupe and not (args.reuse_cache and Path(args.features_cache).exists()):
             from pulpie_spark.evaluate.loso import build_feature_cache as build_local_cache
             from pulpie_spark.evaluate.loso import dedupe_pages, load_sources
@@ -107,12 +120,8 @@ class TrainJob(SparkJob):
                                      os.path.abspath(args.output), config_json, distill)
         else:
             report = train_entry(args.features_cache, args.output, config_json, distill)
-        if args.page_gate:
-            from pulpie_spark.classify.blockmodel.gate import PageGate
-
-            # Parsed first: a file of another feature list is refused here, not at load time.
-            gate = PageGate.from_dict(json.loads(Path(args.page_gate).read_text()))
-            report["page_gate"] = str(gate.save(args.output))
+        for name, gate in gates.items():
+            report["page_gate" if name == GATE_FILE else "first_member_page_gate"] = str(gate.save(args.output, name))
         print(json.dumps(report, indent=2, default=str))
         return 0
 

@@ -212,6 +212,23 @@ def test_shipped_default_model_loads_and_predicts_deterministically(data_dir):
     assert 0 < sum(labels) < len(labels)     # a forum thread page: some content, some chrome
 
 
+def test_default_fast_is_the_shipped_first_member_alone_with_its_own_gate(data_dir):
+    from pulpie_spark.classify.blockmodel.gate import FIRST_MEMBER_GATE_FILE, GATE_FILE, load_page_gate
+    from pulpie_spark.classify.registry import load_classifier
+    from pulpie_spark.segment.simplify import simplify
+
+    fast, full = load_classifier("default-fast"), load_classifier("default")
+    assert fast.members == [] and fast.model_id == "pulpie-spark/default-v6-fast"
+    assert load_classifier("Default-Fast").model_id == fast.model_id   # the names are case-blind
+    # both gates ship, and they differ: each was fitted on its own model's LOSO output
+    assert fast.page_gate == load_page_gate(DEFAULT_MODEL_DIR, FIRST_MEMBER_GATE_FILE) is not None
+    assert full.page_gate == load_page_gate(DEFAULT_MODEL_DIR, GATE_FILE) != fast.page_gate
+    page = pd.read_parquet(data_dir / "model_pages.parquet").iloc[0]
+    simplified = simplify(page["html"])
+    feats = full.features([simplified.blocks], [simplified.paths])
+    assert np.array_equal(fast.predict_proba_features(feats)[0], full._model_probs(full.model, feats)[0])
+
+
 @pytest.mark.parametrize("t", [1, 3, 17, 250])
 def test_conv_over_blocks_is_the_dilated_conv1d(t):
     from pulpie_spark.classify.blockmodel.model import _conv_over_blocks

@@ -116,3 +116,31 @@ def test_members_of_other_features_and_bad_recipes_are_refused(tmp_path):
         train_from_cache(frame, TrainConfig(members=2, teachers=1, **BASE))
     with pytest.raises(ValueError, match="min_share"):
         train_from_cache(frame, TrainConfig(members=2, cascade_share=2.0, **BASE))
+
+
+def test_the_first_member_alone_loads_with_its_own_gate_and_a_name_that_says_so(tmp_path):
+    from pulpie_spark.classify.blockmodel.gate import FIRST_MEMBER_GATE_FILE, GATE_FEATURES, PageGate, load_page_gate
+
+    frame = _cache_frame()
+    out = tmp_path / "m"
+    train_from_cache(frame, TrainConfig(members=2, **BASE), output_dir=out)
+    n = len(GATE_FEATURES)
+    ensemble_gate = PageGate(mean=(0.0,) * n, scale=(1.0,) * n, weights=(0.1,) * n, bias=-1.0, threshold=0.3)
+    first_gate = PageGate(mean=(0.0,) * n, scale=(1.0,) * n, weights=(0.2,) * n, bias=-2.0, threshold=0.3)
+    ensemble_gate.save(out)
+    full = load_block_classifier(out)
+    # no gate of its own: the ensemble's was fitted on other probabilities, so none rather than that one
+    alone = load_block_classifier(out, first_only=True)
+    assert alone.members == [] and alone.page_gate is None and full.page_gate == ensemble_gate
+    assert alone.model_id == full.model_id + "-fast" and _same_weights(alone.model, full.model)
+    first_gate.save(out, FIRST_MEMBER_GATE_FILE)
+    alone = load_block_classifier(out, first_only=True)
+    assert alone.page_gate == first_gate and load_block_classifier(out).page_gate == ensemble_gate
+    feats = _features(frame)
+    assert all(np.array_equal(a, b) for a, b in zip(alone.predict_proba_features(feats),
+                                                     DefaultBlockClassifier(load_model(out)).predict_proba_features(feats)))
+    # a new model saved there drops the old model's gates with its members
+    train_from_cache(frame, TrainConfig(**BASE), output_dir=out)
+    assert load_page_gate(out) is None and load_page_gate(out, FIRST_MEMBER_GATE_FILE) is None
+    single = load_block_classifier(out, first_only=True)   # a single model: first_only changes nothing
+    assert single.members == [] and single.model_id == load_block_classifier(out).model_id

@@ -151,6 +151,18 @@ def test_cuda_index_and_model_locations(spark):
     assert cls_spark.prepare_model(spark, "orange-small").name == "feyninc/pulpie-orange-small"
 
 
+def test_the_embedded_names_stay_in_the_package_and_name_their_model(spark):
+    """"default" and "default-fast" are loaded from the package on each executor (no archive);
+    the output says which of the two classified a row."""
+    for name, model_id in (("default", "pulpie-spark/default-v6"), ("DEFAULT-FAST", "pulpie-spark/default-v6-fast")):
+        spec = cls_spark.prepare_model(spark, name)
+        assert spec.name == name.lower() and spec.archive is None
+        df = spark.createDataFrame([("d1", ["<p _item_id=\"1\">Some text of a page.</p>"])],
+                                   "doc_id string, blocks array<string>")
+        row = cls_spark.classify_dataframe(df, model=name).collect()[0]
+        assert row.model_id == model_id and row.classify_error is None and len(row.labels) == 1
+
+
 def test_one_long_page_does_not_pad_the_batch():
     """Classifiers pad every page of a call to the call's longest page. The classify
     stage groups pages so that pages x longest page <= MAX_PADDED_BLOCKS (a longer page

@@ -76,6 +76,20 @@ def test_train_job_builds_cache_prints_coverage_and_saves_model(spark, tmp_path,
     ensemble = load_classifier(str(tmp_path / "ensemble"))
     assert len(ensemble.members) == 1 and ensemble.page_gate == gate
     assert json.loads((tmp_path / "ensemble" / "training_report.json").read_text())["members"][0]["seed"] == 14
+    # --first-member-page-gate: the first member's own gate, for loading it alone; only with members
+    first_gate = PageGate(mean=(0.0,) * n, scale=(1.0,) * n, weights=(0.25,) * n, bias=-2.0, threshold=0.4)
+    first_gate.save(tmp_path, "first.json")
+    args = _args(job, tmp_path, data_dir, "--reuse-cache", "--members", "2", "--page-gate",
+                 str(tmp_path / "page_gate.json"), "--first-member-page-gate", str(tmp_path / "first.json"))
+    args.output = str(tmp_path / "ensemble")
+    assert job.run(spark, args) == 0
+    from pulpie_spark.classify.blockmodel.model import load_block_classifier
+
+    assert load_block_classifier(tmp_path / "ensemble", first_only=True).page_gate == first_gate
+    assert load_classifier(str(tmp_path / "ensemble")).page_gate == gate
+    args = _args(job, tmp_path, data_dir, "--reuse-cache", "--first-member-page-gate", str(tmp_path / "first.json"))
+    with pytest.raises(SystemExit, match="members"):
+        job.run(spark, args)
 
     # the Spark cache carries the container groups; a pooling model with token dropout trains on it
     from pulpie_spark.classify.blockmodel.data import CACHED_CONTAINER_LEVELS

@@ -1,6 +1,7 @@
 """Resolve a model name to a BlockClassifier.
 
-``"default"`` is the embedded model (pulpie_spark/classify/blockmodel), the ``orange-*`` names
+``"default"`` is the embedded model (pulpie_spark/classify/blockmodel), ``"default-fast"`` its
+first member alone (the ensemble's other two skipped: v5's speed and LOSO numbers), the ``orange-*`` names
 are the published Pulpie checkpoints, a directory written by jobs/train.py is a block model
 of the embedded kind, anything else is a Hub id or a local transformers checkpoint.
 """
@@ -13,6 +14,10 @@ from pathlib import Path
 from pulpie_spark.classify.base import BlockClassifier, ModelLoadError
 
 DEFAULT_MODEL = "default"
+FAST_DEFAULT_MODEL = "default-fast"
+# The names of the embedded model, shipped inside the package (no archive to send to executors),
+# and whether each loads the ensemble's first member only.
+EMBEDDED_MODELS = {DEFAULT_MODEL: False, FAST_DEFAULT_MODEL: True}
 MODEL_ALIASES = {
     "orange-small": "feyninc/pulpie-orange-small",
     "orange-base": "feyninc/pulpie-orange-base",
@@ -21,10 +26,12 @@ MODEL_ALIASES = {
 
 
 def resolve_model_name(model: str) -> str:
-    """Alias -> Hub id; ``default``, Hub ids and paths are returned as given."""
+    """Alias -> Hub id; the embedded names in lower case; Hub ids and paths as given."""
     if not isinstance(model, str) or not model.strip():
         raise ModelLoadError(f"model must be a non-empty string, got {model!r}")
     model = model.strip()
+    if model.lower() in EMBEDDED_MODELS:
+        return model.lower()
     return MODEL_ALIASES.get(model.lower(), model)
 
 
@@ -44,7 +51,7 @@ def load_classifier(model: str = DEFAULT_MODEL, device: str | None = None, **kwa
     """Load a block classifier; ``kwargs`` go to the HF loader (trust_remote_code,
     max_tokens, batch_tokens, dtype)."""
     resolved = resolve_model_name(model)
-    if resolved == DEFAULT_MODEL:
+    if resolved in EMBEDDED_MODELS:
         try:
             from pulpie_spark.classify.blockmodel import load_default
         except ImportError as exc:
@@ -53,7 +60,7 @@ def load_classifier(model: str = DEFAULT_MODEL, device: str | None = None, **kwa
                 f"in this installation ({exc}); pass model='orange-small', a Hub id or a local "
                 "checkpoint directory instead") from exc
         try:
-            return load_default(device=device)
+            return load_default(device=device, first_only=EMBEDDED_MODELS[resolved])
         except (OSError, ValueError, RuntimeError) as exc:   # missing or damaged model files
             raise ModelLoadError(f"cannot load the embedded default model: {exc}") from exc
     if is_blockmodel_dir(resolved):

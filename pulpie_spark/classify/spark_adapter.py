@@ -33,7 +33,7 @@ import numpy as np
 from pulpie_spark import reasons
 from pulpie_spark.classify.base import MAIN_THRESHOLD, validate_main_threshold, validate_unsure_threshold
 from pulpie_spark.classify.hf import resolve_compile_scope
-from pulpie_spark.classify.registry import DEFAULT_MODEL, resolve_model_name
+from pulpie_spark.classify.registry import EMBEDDED_MODELS, resolve_model_name
 from pulpie_spark.memory import release_freed_memory
 from pulpie_spark.page import MAX_PADDED_BLOCKS, classify_error, classify_pages, is_missing, labels_from_probs
 
@@ -117,8 +117,8 @@ def prepare_model(spark, model: str, *, device: str | None = None,
                   batch_tokens: int | None = None, compile: str = "auto") -> ModelSpec:
     resolved = resolve_model_name(model)
     runtime = dict(device=device, batch_tokens=batch_tokens, compile=compile)
-    if resolved == DEFAULT_MODEL:   # shipped inside the package on every executor
-        return ModelSpec(DEFAULT_MODEL, DEFAULT_MODEL, **runtime)
+    if resolved in EMBEDDED_MODELS:   # shipped inside the package on every executor
+        return ModelSpec(resolved, resolved, **runtime)
     if resolved.startswith(SHARED_FS_PREFIXES):
         path = "/dbfs/" + resolved[len("dbfs:/"):].lstrip("/") if resolved.startswith("dbfs:/") else resolved
         return ModelSpec(path, resolved, **runtime)
@@ -310,8 +310,9 @@ def get_classifier(spec: ModelSpec):
     device = task_device(spec.device)
     key = (path, device, spec.batch_tokens, spec.compile)
     if key not in _MODEL_CACHE:
-        kwargs = {"batch_tokens": spec.batch_tokens} if spec.batch_tokens and path != DEFAULT_MODEL else {}
-        if path != DEFAULT_MODEL:
+        embedded = path in EMBEDDED_MODELS
+        kwargs = {"batch_tokens": spec.batch_tokens} if spec.batch_tokens and not embedded else {}
+        if not embedded:
             kwargs["model_id"] = spec.model_id
             kwargs["compile"] = spec.compile
         try:

@@ -20,6 +20,10 @@ from pathlib import Path
 import numpy as np
 
 GATE_FILE = "page_gate.json"
+# An ensemble's gate is fitted on the ensemble's output; its first member run alone
+# (load_block_classifier(first_only=True), model "default-fast") needs the gate fitted on
+# that member's own output, saved beside it under this name.
+FIRST_MEMBER_GATE_FILE = "page_gate.first.json"
 # The target of a fit: trafilatura's text beats the model's on the page by more than this
 # shingle F1 (smaller margins teach the gate pages where the two are about even).
 GATE_MARGIN = 0.1
@@ -97,15 +101,16 @@ class PageGate:
                    bias=float(data["bias"]), threshold=float(data["threshold"]), features=features,
                    fitted_on=str(data.get("fitted_on", "")))
 
-    def save(self, directory: str | Path) -> Path:
-        path = Path(directory) / GATE_FILE
+    def save(self, directory: str | Path, name: str = GATE_FILE) -> Path:
+        path = Path(directory) / name
         path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
         return path
 
 
-def load_page_gate(directory: str | Path) -> PageGate | None:
-    """The gate saved next to a model, or None when the model has none."""
-    path = Path(directory) / GATE_FILE
+def load_page_gate(directory: str | Path, name: str = GATE_FILE) -> PageGate | None:
+    """The gate saved next to a model (``name``: GATE_FILE or FIRST_MEMBER_GATE_FILE), or None
+    when the model has none."""
+    path = Path(directory) / name
     if not path.exists():
         return None
     return PageGate.from_dict(json.loads(path.read_text()))

@@ -328,25 +328,38 @@ ACCELERATOR_BATCH_BLOCKS = 32768
 
 # What a page's features depend on: members of one ensemble must agree on all of it.
 _FEATURE_FIELDS = ("n_buckets", "feature_version", "numeric_dim", "container_levels")
+# model_id of an ensemble's first member loaded alone: its output tables must not claim the ensemble.
+FIRST_ONLY_SUFFIX = "-fast"
 
 
-def load_block_classifier(directory: str | os.PathLike, device: str | None = None) -> "DefaultBlockClassifier":
+def load_block_classifier(directory: str | os.PathLike, device: str | None = None,
+                          first_only: bool = False) -> "DefaultBlockClassifier":
     """A model directory of jobs/train.py's layout as a classifier: its weights, the other
-    members when it is an ensemble (ensemble.py) and, when the directory has one, its page gate."""
+    members when it is an ensemble (ensemble.py) and, when the directory has one, its page gate.
+
+    ``first_only``: the ensemble's first member alone (the other members' time saved, model
+    "default-fast"), with the gate fitted on that member's own output (FIRST_MEMBER_GATE_FILE;
+    none when the directory has none: the ensemble's gate was fitted on other probabilities).
+    On a single model it changes nothing."""
     from pulpie_spark.classify.blockmodel.ensemble import load_ensemble
-    from pulpie_spark.classify.blockmodel.gate import load_page_gate
+    from pulpie_spark.classify.blockmodel.gate import FIRST_MEMBER_GATE_FILE, load_page_gate
 
     first = load_model(directory, device=device)
-    members, cascade = [], None
     ensemble = load_ensemble(directory)
-    if ensemble is not None:
-        paths, cascade = ensemble
-        members = [load_model(path, device=device) for path in paths]
-        for path, member in zip(paths, members):
-            differs = [f for f in _FEATURE_FIELDS if getattr(member.config, f) != getattr(first.config, f)]
-            if differs:
-                raise ValueError(f"ensemble member {path} computes other block features than the first "
-                                 f"member of {directory} ({', '.join(differs)} differ): retrain it")
+    if ensemble is None:
+        return DefaultBlockClassifier(first, device=device, page_gate=load_page_gate(directory))
+    if first_only:
+        classifier = DefaultBlockClassifier(first, device=device,
+                                            page_gate=load_page_gate(directory, FIRST_MEMBER_GATE_FILE))
+        classifier.model_id = f"{classifier.model_id}{FIRST_ONLY_SUFFIX}"
+        return classifier
+    paths, cascade = ensemble
+    members = [load_model(path, device=device) for path in paths]
+    for path, member in zip(paths, members):
+        differs = [f for f in _FEATURE_FIELDS if getattr(member.config, f) != getattr(first.config, f)]
+        if differs:
+            raise ValueError(f"ensemble member {path} computes other block features than the first "
+                             f"member of {directory} ({', '.join(differs)} differ): retrain it")
     return DefaultBlockClassifier(first, device=device, page_gate=load_page_gate(directory),
                                   members=members, cascade=cascade)
 

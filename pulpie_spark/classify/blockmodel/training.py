@@ -351,10 +351,15 @@ def training_rows(frame: pd.DataFrame, max_pages_per_source: int | None = None,
 def _save_trained(model: BlockSequenceModel, output_dir: str | os.PathLike, report: dict,
                   members: Sequence[tuple[BlockSequenceModel, dict]] = (), cascade=None) -> None:
     """model.safetensors + config.json (with the report but its history) + training_report.json;
-    with ``members`` (model, report) also an ensemble of them after ``model`` (ensemble.py)."""
+    with ``members`` (model, report) also an ensemble of them after ``model`` (ensemble.py).
+    Page gates of an earlier model in ``output_dir`` are removed: a gate is fitted on one
+    model's output (jobs/train.py copies the new model's after training)."""
     from pulpie_spark.classify.blockmodel.ensemble import clear_ensemble, member_dir, save_ensemble
+    from pulpie_spark.classify.blockmodel.gate import FIRST_MEMBER_GATE_FILE, GATE_FILE
 
     clear_ensemble(output_dir)
+    for name in (GATE_FILE, FIRST_MEMBER_GATE_FILE):
+        Path(output_dir, name).unlink(missing_ok=True)
     save_model(model, output_dir, extra={k: v for k, v in report.items() if k != "history"})
     for k, (member, member_report) in enumerate(members, start=1):
         save_model(member, member_dir(output_dir, k), extra={k: v for k, v in member_report.items() if k != "history"})
