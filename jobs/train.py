@@ -78,10 +78,12 @@ class TrainJob(SparkJob):
         if args.first_member_page_gate and args.members < 2:
             raise SystemExit("--first-member-page-gate is the gate of an ensemble's first member: it needs "
                              "--members >= 2 (a single model's gate is --page-gate)")
-        gates = {}   # parsed first: a file of another feature list is refused before training, not at load time
-        for name, path in ((GATE_FILE, args.page_gate), (FIRST_MEMBER_GATE_FILE, args.first_member_page_gate)):
-            if path:
-                gates[name] = PageGate.from_dict(json.loads(Path(path).read_text()))
+        # (file name, report key, gate): parsed first, so a file of another feature list is
+        # refused before training, not at load time.
+        gates = [(name, key, PageGate.from_dict(json.loads(Path(path).read_text())))
+                 for name, key, path in ((GATE_FILE, "page_gate", args.page_gate),
+                                         (FIRST_MEMBER_GATE_FILE, "first_member_page_gate", args.first_member_page_gate))
+                 if path]
         if args.dedupe and not (args.reuse_cache and Path(args.features_cache).exists()):
             from pulpie_spark.evaluate.loso import build_feature_cache as build_local_cache
             from pulpie_spark.evaluate.loso import dedupe_pages, load_sources
@@ -120,8 +122,8 @@ class TrainJob(SparkJob):
                                      os.path.abspath(args.output), config_json, distill)
         else:
             report = train_entry(args.features_cache, args.output, config_json, distill)
-        for name, gate in gates.items():
-            report["page_gate" if name == GATE_FILE else "first_member_page_gate"] = str(gate.save(args.output, name))
+        for name, key, gate in gates:
+            report[key] = str(gate.save(args.output, name))
         print(json.dumps(report, indent=2, default=str))
         return 0
 
