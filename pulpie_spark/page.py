@@ -148,7 +148,8 @@ def labels_from_probs(probs, threshold: float | None = None, paths: Sequence[str
     """1 (main) where P(main) >= ``threshold`` (default MAIN_THRESHOLD), else 0; with the
     blocks' ``paths``, the output convention (classify/conventions.py) too: 0 for the blocks it
     leaves out (captions, text hidden by a class) whatever their P(main), and for the blocks
-    named as boxes (share, newsletter, consent, related, ...) under BOX_MIN_PROB."""
+    classify/conventions.py calls boxes (share, newsletter, consent, related boxes; bylines,
+    captions, the <h1> headline, asides) under BOX_MIN_PROB."""
     from pulpie_spark.classify.base import MAIN_THRESHOLD
     from pulpie_spark.classify.conventions import BOX_MIN_PROB, box_blocks, never_main_blocks
 

@@ -79,7 +79,7 @@ def test_labels_from_probs_applies_the_convention_only_with_paths():
     ("html > body > article > div.sourcepoint__social-placeholder > p", True),   # the parent
     ("html > body > article > div#related-stories > ul", True),                 # an id too
     ("html > body > article > div.group-[.has-consent]:hidden > div.pt-3", True),
-    ("html > body > article > aside.teaser-list > div > p", False),  # the grandparent: not read
+    ("html > body > article > section.teaser-list > div > p", False),  # the grandparent: not read
     ("html > body > div.share-page > main > article > p", False),    # a page-wide wrapper
     ("html > body > article.story > p", False),
     ("html > body > p.shared", True),
@@ -89,6 +89,41 @@ def test_labels_from_probs_applies_the_convention_only_with_paths():
 ])
 def test_box_blocks_by_path(path, box):
     assert box_blocks([path], 1).tolist() == [box]
+
+
+@pytest.mark.parametrize("path, box", [
+    # the headline: the block's own element an <h1>; not an <h2>, not a block further inside
+    ("html > body > article > header > h1.story-lead-headline", True),
+    ("html > body > main > H1", True),
+    ("html > body > article > h2", False),
+    ("html > body > h1 > span.kicker > p", False),          # the <h1> is not the block's own element
+    # bylines and dates, by the block's own or its parent's class/id
+    ("html > body > article > div.byline > p", True),
+    ("html > body > article > div.story-meta > div.screen-only", True),
+    ("html > body > article > p.author-name", True),
+    ("html > body > article > time.published-date", True),
+    ("html > body > article > div#dateline", True),
+    ("html > body > article > p.update-notice", False),      # "date" inside "update" is no date
+    ("html > body > article > p.validated", False),
+    # captions and picture credits outside <figcaption>
+    ("html > body > article > figure > footer.credit", True),
+    ("html > body > article > div.image-caption > p", True),
+    ("html > body > article > span.Copyright", True),
+    ("html > body > article > p.legende", True),
+    # an <aside> up to six elements out, not further
+    ("html > body > article > aside.linkcard > a > div.linkcard-texts > h3.linkcard-title", True),
+    ("html > body > aside > div > div > div > div > p", True),
+    ("html > body > aside > div > div > div > div > div > p", False),
+    ("html > body > article > p", False),
+])
+def test_headlines_bylines_captions_and_asides_are_boxes(path, box):
+    assert box_blocks([path], 1).tolist() == [box]
+
+
+def test_a_headline_stays_main_when_the_model_is_sure():
+    paths = ["html > body > article > h1", "html > body > article > p", "html > body > article > div.byline > p"]
+    assert labels_from_probs(np.array([0.95, 0.6, 0.95], dtype=np.float32), 0.5, paths).tolist() == [1, 1, 1]
+    assert labels_from_probs(np.array([0.85, 0.6, 0.85], dtype=np.float32), 0.5, paths).tolist() == [0, 1, 0]
 
 
 def test_a_box_block_needs_box_min_prob():

@@ -24,22 +24,38 @@ Leave-one-source-out, default-v4's recipe with its page gate, seed 13 (docs/BENC
 0.914), mozilla_readability 0.932 -> 0.929 and postlight 0.900 -> 0.898 (their gold keeps
 captions), mean over sources 0.883 -> 0.884, non-English pooled 0.886 -> 0.893.
 
-A third kind needs more than the main threshold instead of being excluded outright:
+A third kind needs more than the main threshold instead of being excluded outright: a block
+that is main only at P(main) >= ``BOX_MIN_PROB`` (or the main threshold, if higher), because
+the labelled sets mostly leave it out and the model, trained on their mix, keeps it at middling
+confidence. A block the model is sure of stays: the evidence is a name or a tag, not proof.
 
 * **boxes**: a block whose own element or parent has a class or id name of a share bar, a
   newsletter or subscription box, a consent placeholder of an embed, or a related, recommended,
-  teaser or promoted-links box (``_BOX_NAME``) is main only at P(main) >= ``BOX_MIN_PROB``
-  (or the main threshold, if higher). News pages set such boxes inside the article
+  teaser or promoted-links box (``_BOX_NAME``). News pages set such boxes inside the article
   body, where the model's context says "article" (fundus: newsletter sign-ups at P 0.6-0.97,
-  "I agree to see external content" placeholders at 0.5-0.95). The names are not proof (a
-  "related-content" wrapper can hold the article; the labelled sets keep 0.1-0.6 of the words
-  under such names anywhere on their paths), so a block the model is sure of stays. Only the two innermost elements are
+  "I agree to see external content" placeholders at 0.5-0.95). The labelled sets keep 0.1-0.6
+  of the words under such names anywhere on their paths, so only the two innermost elements are
   read: a page-wide wrapper (``div.share-page``) names no box. Names are matched as
   substrings, in any case; class names are mostly English on non-English sites too (fundus'
   German publishers: ``NewsletterBox_root``, ``group-[.has-consent]``, ``social-placeholder``).
   Leave-one-source-out, default-v5's recipe, seeds 13 / 14 / 15 (docs/BENCHMARKS.md "Boxes
   named as share, newsletter, consent or related boxes"): mean shingle F1 +0.0005 / +0.0003 /
   +0.0007, fundus +0.003 / +0.005 / +0.005, non-English pooled +0.002 / +0.003 / +0.003.
+* **the headline, bylines and datelines, captions named by a class, asides**: a block whose own
+  element is an ``<h1>`` (the page's title, which trafilatura and most golds keep out of the
+  body); whose own element or parent has a byline, author or date name (``_BYLINE_NAME``) or a
+  caption or picture-credit name (``_CAPTION_NAME``: the captions and "(c) photographer" lines
+  that are not in a ``<figcaption>``); or that lies inside an ``<aside>`` (HTML's element for
+  content "tangentially related" to the page's: fact boxes, link cards, teasers), read up to
+  ``_ASIDE_LEVELS`` elements out. The words main under such paths in the training labels
+  (docs/BENCHMARKS.md "The sources' golds disagree"): ``<h1>`` 0.02-0.36 in six of ten
+  sources (fundus, newspaper3k, htmltotext, postlight, wcxb, mozilla_readability), 0.67-0.96
+  in four; bylines and dates 0.00-0.31 in eight. Leave-one-source-out, replayed on the fold
+  models of default-v6's two ensemble runs with their page-gate decisions (docs/BENCHMARKS.md
+  "The headline, bylines, captions and asides need P(main) >= 0.9"): mean shingle F1 0.8998 ->
+  0.9012 and 0.8993 -> 0.9003, fundus 0.926 -> 0.935 and 0.929 -> 0.936, non-English pooled
+  (Chinese/Japanese characters as tokens) 0.921 -> 0.927 and 0.923 -> 0.927; cleaneval -0.002
+  and -0.001 (its gold keeps bylines).
 
 Pure functions, no Spark or torch; deterministic.
 """
@@ -71,13 +87,17 @@ _ELEMENT_CACHE: dict[str, bool] = {}
 _CACHE_MAX = 1 << 16    # entries; cleared past it, so a long-running executor stays bounded
 
 
+def _tag(element: str) -> str:
+    """The tag of a path element such as ``div.teaser#x``, lower-cased."""
+    return _TAG_RE.split(element, maxsplit=1)[0].strip().lower()
+
+
 def _never_main_element(element: str) -> bool:
     """Whether a path element such as ``div.visually-hidden#x`` puts its blocks out of the main text."""
     excluded = _ELEMENT_CACHE.get(element)
     if excluded is None:
-        tag = _TAG_RE.split(element, maxsplit=1)[0].strip().lower()
         names = _CLASS_NAMES_RE.findall(element)
-        excluded = tag == "figcaption" or (any(_HIDING_CLASS.fullmatch(n) for n in names)
+        excluded = _tag(element) == "figcaption" or (any(_HIDING_CLASS.fullmatch(n) for n in names)
                                            and not any(_SHOWING_CLASS.fullmatch(n) for n in names))
         if len(_ELEMENT_CACHE) > _CACHE_MAX:
             _ELEMENT_CACHE.clear()
@@ -88,8 +108,17 @@ def _never_main_element(element: str) -> bool:
 # Class/id names of boxes that sell, share or link away from the article (module doc).
 _BOX_NAME = re.compile(r"share|sharing|social|newsletter|subscri|sign-?up|consent|cookie|gdpr|related|recommend"
                        r"|teaser|promo|advert|outbrain|taboola", re.I)
+# Class/id names of who wrote a page and when (``date`` as a name's start or after a non-letter:
+# not ``update``), and of captions and picture credits outside <figcaption> (``legende``: the
+# German and French word for a caption).
+_BYLINE_NAME = re.compile(r"byline|author|dateline|(?<![a-z])date|timestamp|published|posted-on"
+                          r"|entry-meta|post-meta|article-meta|story-meta", re.I)
+_CAPTION_NAME = re.compile(r"caption|credit|copyright|photographer|bildnachweis|legende", re.I)
 BOX_MIN_PROB = 0.9     # P(main) a box block needs to stay main (module doc)
 _BOX_LEVELS = 2        # the block's own element and its parent
+_HEADLINE_TAG = "h1"   # the block's own element only
+_ASIDE_TAG = "aside"
+_ASIDE_LEVELS = 6      # elements read out from the block for an <aside>
 _NAMES_RE = re.compile(r"[.#]([^.#]+)")   # class and id names of a path element
 _BOX_ELEMENT_CACHE: dict[str, bool] = {}
 
@@ -98,7 +127,8 @@ def _box_element(element: str) -> bool:
     """Whether a path element such as ``div.newsletter-box#signup`` has a box's class/id name."""
     found = _BOX_ELEMENT_CACHE.get(element)
     if found is None:
-        found = any(_BOX_NAME.search(name) for name in _NAMES_RE.findall(element))
+        found = any(_BOX_NAME.search(name) or _BYLINE_NAME.search(name) or _CAPTION_NAME.search(name)
+                    for name in _NAMES_RE.findall(element))
         if len(_BOX_ELEMENT_CACHE) > _CACHE_MAX:
             _BOX_ELEMENT_CACHE.clear()
         _BOX_ELEMENT_CACHE[element] = found
@@ -122,9 +152,15 @@ def _blocks_by_path(paths: Sequence[str | None] | None, n_blocks: int, path_test
 
 
 def _names_a_box(path: str) -> bool:
-    """Whether one of the ``_BOX_LEVELS`` innermost elements of ``path`` has a box's class/id name."""
+    """Whether ``path`` is a box's (module doc): its own element an <h1>, one of its
+    ``_BOX_LEVELS`` innermost elements with a box, byline or caption class/id name, or an
+    <aside> among its ``_ASIDE_LEVELS`` innermost elements."""
     elements = [e.strip() for e in path.split(" > ") if e.strip()]
-    return any(_box_element(e) for e in elements[-_BOX_LEVELS:])
+    if not elements:
+        return False
+    return (_tag(elements[-1]) == _HEADLINE_TAG
+            or any(_box_element(e) for e in elements[-_BOX_LEVELS:])
+            or any(_tag(e) == _ASIDE_TAG for e in elements[-_ASIDE_LEVELS:]))
 
 
 def _never_main_path(path: str) -> bool:
@@ -136,7 +172,8 @@ def _never_main_path(path: str) -> bool:
 
 
 def box_blocks(paths: Sequence[str | None] | None, n_blocks: int) -> np.ndarray:
-    """bool [n_blocks]: True for the blocks whose own element or parent is named as a box (the
+    """bool [n_blocks]: True for the blocks whose path is a box's (the headline, a block named as a
+    share, newsletter, byline or caption box, a block in an <aside>; the
     module doc: they stay main only at P(main) >= BOX_MIN_PROB). All False without paths."""
     return _blocks_by_path(paths, n_blocks, _names_a_box)
 

@@ -226,7 +226,8 @@ def classify_dataframe(df, model: str = "default", *, blocks_col: str = "blocks"
     behind ``prefix``, so a pipeline can keep input columns of those names); an input column
     of the same name is replaced. ``labels`` are 1 where ``main_probs`` >= ``main_threshold``
     and the block's path is not one the output convention leaves out (classify/conventions.py:
-    captions and class-hidden blocks; blocks named as boxes below BOX_MIN_PROB);
+    captions and class-hidden blocks; boxes, bylines, captions by class, the headline and
+    asides below BOX_MIN_PROB);
     ``unsure_page`` is the page gate's verdict at ``unsure_threshold`` (page.classify_pages;
     null for a model without a gate). ``compile``: torch.compile scope of a transformers
     encoder (``auto``: its layers on CUDA; hf.resolve_compile_scope)."""
