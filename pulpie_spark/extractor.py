@@ -30,6 +30,7 @@ class Extraction:
     error: str | None = None                 # why the primary (model) path failed, if it did
     fallback_used: bool = False
     fallback_reason: str | None = None       # no_blocks | error | empty_output | short_output | model_unsure
+    title: str | None = None                 # the page's title (segment/title.py), whichever path served it
 
 
 class Extractor:
@@ -69,5 +70,6 @@ class Extractor:
                               unsure_threshold=self.unsure_threshold)
         return [Extraction(markdown=p["markdown"] or "", text=p["text"] or "", html=p["main_html"] or "",
                            labels=p["labels"], n_blocks=p["n_blocks"], n_main=p["n_main"], model_id=self.model_id,
-                           error=p["error"], fallback_used=p["fallback_used"], fallback_reason=p["fallback_reason"])
+                           error=p["error"], fallback_used=p["fallback_used"], fallback_reason=p["fallback_reason"],
+                           title=p["title"])
                 for p in pages]

@@ -26,10 +26,10 @@ from pulpie_spark import reasons
 
 log = logging.getLogger(__name__)
 
-SEGMENT_FIELDS = ("blocks", "block_paths", "map_html", "encoding", "seg_error")
+SEGMENT_FIELDS = ("blocks", "block_paths", "map_html", "encoding", "title", "seg_error")
 RENDER_FIELDS = ("main_html", "markdown", "text", "n_main", "render_error")
 FALLBACK_FIELDS = ("markdown", "text", "fallback", "fallback_error")
-EXTRACT_FIELDS = ("markdown", "text", "main_html", "labels", "n_blocks", "n_main", "error",
+EXTRACT_FIELDS = ("title", "markdown", "text", "main_html", "labels", "n_blocks", "n_main", "error",
                   "fallback_reason", "fallback_used")
 # A page whose extracted text has fewer non-space characters than this goes to the fallback
 # (reason short_output): such a text is mostly a leftover (a cookie notice, a promo line, a
@@ -60,11 +60,13 @@ def is_missing(value) -> bool:
 # ----------------------------------------------------------------------------- segment
 
 def segment_page(html, declared_charset: str | None = None) -> dict:
-    """One page -> SEGMENT_FIELDS, under the page guards (size, nesting, deadline)."""
+    """One page -> SEGMENT_FIELDS, under the page guards (size, nesting, deadline). ``title``
+    (segment/title.py) is read also from a page without blocks."""
     from pulpie_spark.guards import guard_page
     from pulpie_spark.segment.simplify import simplify
+    from pulpie_spark.segment.title import page_title
 
-    empty = {"blocks": [], "block_paths": [], "map_html": None, "encoding": None, "seg_error": None}
+    empty = {"blocks": [], "block_paths": [], "map_html": None, "encoding": None, "title": None, "seg_error": None}
     if is_missing(html):
         return {**empty, "seg_error": reasons.HTML_NULL}
     if isinstance(html, (bytearray, memoryview)):
@@ -75,10 +77,11 @@ def segment_page(html, declared_charset: str | None = None) -> dict:
     page, reason = guard_page(simplify, html, declared_charset=charset)
     if reason is not None:
         return {**empty, "seg_error": reason}
+    title = page_title(page.map_html, page.blocks, page.paths)
     if page.error or not page.blocks:
-        return {**empty, "encoding": page.encoding, "seg_error": page.error or reasons.NO_BLOCKS}
+        return {**empty, "encoding": page.encoding, "title": title, "seg_error": page.error or reasons.NO_BLOCKS}
     return {"blocks": list(page.blocks), "block_paths": list(page.paths), "map_html": page.map_html,
-            "encoding": page.encoding, "seg_error": None}
+            "encoding": page.encoding, "title": title, "seg_error": None}
 
 
 # ----------------------------------------------------------------------------- classify
@@ -290,7 +293,8 @@ def extract_pages(htmls: Sequence, classifier, *, charsets: Sequence | None = No
                                            [s["block_paths"] for s in segments], unsure_threshold=unsure_threshold)
     results = []
     for html, charset, seg, p, cls_error, page_unsure in zip(htmls, charsets, segments, probs, errors, unsure):
-        out = {"markdown": None, "text": None, "main_html": None, "labels": [], "n_blocks": len(seg["blocks"]),
+        out = {"title": seg["title"], "markdown": None, "text": None, "main_html": None, "labels": [],
+               "n_blocks": len(seg["blocks"]),
                "n_main": 0, "error": None, "fallback_reason": None, "fallback_used": False}
         rendered = {"render_error": None}
         if seg["seg_error"] is None and cls_error is None:

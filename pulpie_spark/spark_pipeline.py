@@ -6,7 +6,7 @@
 
 Every input row ends in exactly one of the two tables. The output keeps every input
 column unchanged and adds ``doc_id`` (kept if present), ``markdown``, ``text``,
-``main_html`` (optional), ``n_blocks``, ``n_main``, ``model_id``, ``error`` and
+``main_html`` (optional), ``title`` (segment/title.py), ``n_blocks``, ``n_main``, ``model_id``, ``error`` and
 ``fallback``. With ``fallback="trafilatura"`` (the default) a page the model could not
 serve (no blocks, a classify/render error, empty Markdown, a text under
 ``page.SHORT_OUTPUT_CHARS`` non-space characters) is extracted by trafilatura
@@ -29,7 +29,8 @@ from pulpie_spark.render.fallback import DEFAULT_FALLBACK
 
 log = logging.getLogger(__name__)
 
-OUTPUT_COLUMNS = ("doc_id", "markdown", "text", "main_html", "n_blocks", "n_main", "model_id", "error", "fallback")
+OUTPUT_COLUMNS = ("doc_id", "title", "markdown", "text", "main_html", "n_blocks", "n_main", "model_id", "error",
+                  "fallback")
 REJECT_COLUMNS = ("doc_id", "reason", "stage")
 # Input columns that the WARC ingest adds and that decide rejects here.
 INGEST_ERROR_COL = "error"
@@ -152,6 +153,7 @@ def process(df, options: ExtractOptions | None = None):
         F.col(_P + "seg.blocks").alias(_P + "blocks"),
         F.col(_P + "seg.block_paths").alias(_P + "block_paths"),
         F.col(_P + "seg.map_html").alias(_P + "map_html"),
+        F.col(_P + "seg.title").alias(_P + "title"),
         F.col(_P + "seg.seg_error").alias(_P + "seg_error"),
     )
     if resolve_gpu_amount(spark, options.gpu_amount) > 0:
@@ -195,6 +197,7 @@ def process(df, options: ExtractOptions | None = None):
     df = df.select(
         *[F.col(c) for c in input_cols],
         "doc_id",
+        F.col(_P + "title"),
         markdown.alias(_P + "markdown"),
         text.alias(_P + "text"),
         F.col(_P + "render.main_html").alias(_P + "main_html"),
@@ -213,7 +216,7 @@ def process(df, options: ExtractOptions | None = None):
     big = big.select(
         *[F.col(c) for c in input_cols],
         "doc_id",
-        *[F.lit(None).cast(types[_P + c]).alias(_P + c) for c in ("markdown", "text", "main_html")],
+        *[F.lit(None).cast(types[_P + c]).alias(_P + c) for c in ("title", "markdown", "text", "main_html")],
         F.lit(0).cast("int").alias(_P + "n_blocks"),
         *[F.lit(None).cast(types[_P + c]).alias(_P + c) for c in ("n_main", "model_id")],
         F.lit(reasons.HTML_TOO_LARGE).alias(_P + "reason"),
@@ -261,6 +264,7 @@ def output_frame(processed, input_cols: list[str], options: ExtractOptions):
     kept = [c for c in input_cols if not (options.drop_html and c == options.html_col)]
     cols = _input_columns(kept, OUTPUT_COLUMNS) + [
         F.col("doc_id"),
+        F.col(_P + "title").alias("title"),
         F.col(_P + "markdown").alias("markdown"),
         F.col(_P + "text").alias("text"),
     ]

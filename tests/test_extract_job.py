@@ -79,7 +79,7 @@ def _expected_by_page(model_dir: str, pages: list[dict]) -> dict:
         # the threshold, then the output convention (captions, class-hidden blocks) by the paths
         labels = labels_from_probs(classifier.predict_proba([seg["blocks"]], [seg["block_paths"]])[0], None,
                                    seg["block_paths"])
-        out[page["url"]] = (len(seg["blocks"]), render_page(seg["map_html"], labels))
+        out[page["url"]] = (len(seg["blocks"]), {**render_page(seg["map_html"], labels), "title": seg["title"]})
     return out
 
 
@@ -103,7 +103,7 @@ def test_extract_table_to_delta_with_rejects(spark, tmp_path, sample_pages, tiny
     assert deltalake.DeltaTable(out_path).version() == 0
     out = read_table(spark, out_path)
     rejects = read_table(spark, out_path + "_rejects")
-    assert out.columns == ["url", "html", "source", "doc_id", "markdown", "text", "main_html", "n_blocks",
+    assert out.columns == ["url", "html", "source", "doc_id", "title", "markdown", "text", "main_html", "n_blocks",
                            "n_main", "model_id", "error", "fallback"]
     assert set(rejects.columns) >= {"url", "html", "source", "doc_id", "reason", "stage"}
     got = {r.url: r for r in out.collect()}
@@ -121,6 +121,7 @@ def test_extract_table_to_delta_with_rejects(spark, tmp_path, sample_pages, tiny
         assert row.n_blocks == n_blocks and row.n_main == rendered["n_main"]
         assert row.markdown == rendered["markdown"] and row.text == rendered["text"]
         assert row.main_html == rendered["main_html"]
+        assert row.title == rendered["title"]
         assert row.error is None and row.model_id
     # doc_id: kept when given, else sha256(url NUL html).
     import hashlib

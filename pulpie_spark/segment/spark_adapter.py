@@ -1,4 +1,4 @@
-"""Spark adapter of the segment stage: html -> blocks, block_paths, map_html, encoding, seg_error.
+"""Spark adapter of the segment stage: html -> blocks, block_paths, map_html, encoding, title, seg_error.
 
 A Pandas UDF over :func:`pulpie_spark.page.segment_page`: every page goes through the
 page guards, so a page above ``PULPIE_MAX_HTML_BYTES`` or one that runs past the
@@ -13,7 +13,7 @@ import pandas as pd  # module level: pandas_udf resolves the type hints from glo
 from pulpie_spark.page import SEGMENT_FIELDS, segment_page
 
 SEGMENT_DDL = ("blocks array<string>, block_paths array<string>, map_html string, "
-               "encoding string, seg_error string")
+               "encoding string, title string, seg_error string")
 
 
 def segment_series(html, charset):
