@@ -88,8 +88,8 @@ class ExtractJob(SparkJob):
         print(f"rejects -> {summary['rejects_path']}  reasons {json.dumps(summary['reject_reasons'])}")
         if args.show > 0:
             out = read_table(spark, args.output, args.format)
-            for row in out.where("n_main > 0").orderBy("doc_id").select("url", "markdown").limit(args.show).collect():
-                print(f"\n--- {row['url']}\n{(row['markdown'] or '')[:800]}")
+            for row in out.where("n_main > 0").orderBy("doc_id").select("url", "title", "markdown").limit(args.show).collect():
+                print(f"\n--- {row['url']}\ntitle: {row['title']}\n{(row['markdown'] or '')[:800]}")
         return 0
 
 
