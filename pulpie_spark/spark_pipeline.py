@@ -5,9 +5,9 @@
           processed (staged once as Parquet) --> output (reason is null) | rejects (reason set)
 
 Every input row ends in exactly one of the two tables. The output keeps every input
-column unchanged and adds ``doc_id`` (kept if present), ``markdown``, ``text``,
-``main_html`` (optional), ``title`` (segment/title.py), ``n_blocks``, ``n_main``, ``model_id``, ``error`` and
-``fallback``. With ``fallback="trafilatura"`` (the default) a page the model could not
+column unchanged and adds ``doc_id`` (kept if present), ``title`` (segment/title.py),
+``markdown``, ``text``, ``main_html`` (optional), ``n_blocks``, ``n_main``, ``model_id``,
+``error`` and ``fallback``. With ``fallback="trafilatura"`` (the default) a page the model could not
 serve (no blocks, a classify/render error, empty Markdown, a text under
 ``page.SHORT_OUTPUT_CHARS`` non-space characters) is extracted by trafilatura
 (``fallback="resiliparse"``: by resiliparse, faster, plain text only): it stays in the
