@@ -27,6 +27,10 @@ same run (the anchor).
     # render and the empty/short-output fallback as shipped, then the first run's page-gate
     # decisions (its sent pages keep its fallback text). "first" must reproduce the first run
     python benchmarks/loso_pages.py ensemble RUN RUN2 RUN3 --input ../shared/data/extraction
+    # the P(main) a box, headline, byline, caption or aside block needs (conventions.BOX_MIN_PROB),
+    # replayed on the run's fold models (needs --keep-models) with its page-gate decisions; the
+    # shipped value first, which must reproduce the run's texts
+    python benchmarks/loso_pages.py box RUN --input ../shared/data/extraction --box-min-probs 0.85,0.95
 """
 
 from __future__ import annotations
@@ -302,7 +306,9 @@ def _threshold_chunk(payload) -> list[dict]:
     return rows
 
 
-def threshold(run: Path, input_path: Path, thresholds: list[float], workers: int = 2) -> None:
+def _on_fold_models(run: Path, input_path: Path, chunk, values: list[float], workers: int) -> pd.DataFrame:
+    """RUN's pages (those with a kept fold model) merged with ``chunk``'s rows: ``chunk((fold model
+    dir, values, [(key, html), ...]))`` runs in ``workers`` processes, 100 pages of a fold a call."""
     import multiprocessing as mp
 
     from pulpie_spark.evaluate.loso import load_sources
@@ -313,12 +319,16 @@ def threshold(run: Path, input_path: Path, thresholds: list[float], workers: int
     for fold, part in base.groupby("fold"):
         keys = list(zip(part["source"], part["page_id"]))
         for start in range(0, len(keys), 100):
-            tasks.append((str(run / "models" / fold), thresholds, [(k, html[k]) for k in keys[start:start + 100]]))
+            tasks.append((str(run / "models" / fold), values, [(k, html[k]) for k in keys[start:start + 100]]))
     with mp.get_context("spawn").Pool(workers) as pool:
-        rows = [r for chunk in pool.map(_threshold_chunk, tasks, chunksize=1) for r in chunk]
+        rows = [r for part in pool.map(chunk, tasks, chunksize=1) for r in part]
     out = pd.DataFrame(rows)
     out["source"], out["page_id"] = zip(*out.pop("page"))
-    pages = base.merge(out, on=["source", "page_id"])
+    return base.merge(out, on=["source", "page_id"])
+
+
+def threshold(run: Path, input_path: Path, thresholds: list[float], workers: int = 2) -> None:
+    pages = _on_fold_models(run, input_path, _threshold_chunk, thresholds, workers)
     pages.to_parquet(run / "threshold_pages.parquet")   # the texts, to ask other questions of them
     _threshold_table(run, pages, thresholds)
 
@@ -353,7 +363,7 @@ def _ensemble_chunk(payload) -> list[dict]:
     from pulpie_spark.classify.blockmodel.ensemble import Cascade
     from pulpie_spark.classify.blockmodel.gate import chars_from_features
     from pulpie_spark.classify.registry import load_classifier
-    from pulpie_spark.page import fallback_page, fallback_reason, labels_from_probs, render_page, segment_page
+    from pulpie_spark.page import segment_page
 
     torch.set_num_threads(1)
     model_dirs, unsure_share, pages = payload
@@ -370,32 +380,40 @@ def _ensemble_chunk(payload) -> list[dict]:
             mean = np.mean(probs, axis=0).astype(np.float32)
             row["cascaded"] = cascade.wants_members(probs[0], chars_from_features(feats[0][1]))
             variants = {"first": probs[0], "mean": mean, "cascade": mean if row["cascaded"] else probs[0]}
-        fallback_text = None
+        fallback: dict = {}
         for name, p in variants.items():
-            text = markdown = error = None
-            if p is not None:
-                r = render_page(seg["map_html"], labels_from_probs(p, None, seg["block_paths"]).tolist())
-                text, markdown, error = r["text"], r["markdown"], r["render_error"]
-            why = fallback_reason(seg["seg_error"], seg["seg_error"] or error, markdown, False, text=text)
-            if why is not None:
-                if fallback_text is None:
-                    fb = fallback_page(html)
-                    fallback_text = fb["text"] if fb["fallback"] is not None else ""
-                text = fallback_text or text
-            row[f"{name}_text"] = text or ""
+            row[f"{name}_text"] = _replayed_text(seg, p, None, html, fallback)
         rows.append(row)
     return rows
+
+
+def _replayed_text(seg: dict, p, error: str | None, html, fallback: dict) -> str:
+    """One page's text as shipped from its P(main) ``p`` (None, or ``error`` set: the model path
+    failed): labels (threshold and convention), render, the empty/short-output fallback.
+    ``fallback`` holds the page's fallback text once computed, for the next variant."""
+    from pulpie_spark.page import fallback_page, fallback_reason, labels_from_probs, render_page
+
+    text = markdown = render_error = None
+    if p is not None and seg["seg_error"] is None and error is None:
+        r = render_page(seg["map_html"], labels_from_probs(p, None, seg["block_paths"]).tolist())
+        text, markdown, render_error = r["text"], r["markdown"], r["render_error"]
+    why = fallback_reason(seg["seg_error"], seg["seg_error"] or error or render_error, markdown, False, text=text)
+    if why is not None:
+        if "text" not in fallback:
+            fb = fallback_page(html)
+            fallback["text"] = fb["text"] if fb["fallback"] is not None else ""
+        text = fallback["text"] or text
+    return text or ""
 
 
 ENSEMBLE_VARIANTS = ("first", "mean", "cascade")
 
 
 def ensemble(runs: list[Path], input_path: Path, unsure_share: float, workers: int = 2) -> None:
-    import json
     import multiprocessing as mp
 
     from pulpie_spark.classify.blockmodel.ensemble import Cascade
-    from pulpie_spark.evaluate.loso import GATE_SCORE_COLUMN, GATELESS, load_sources
+    from pulpie_spark.evaluate.loso import load_sources
 
     first = runs[0]
     base = _pages_with_fold_models(first)
@@ -414,22 +432,33 @@ def ensemble(runs: list[Path], input_path: Path, unsure_share: float, workers: i
     out = pd.DataFrame(rows)
     out["source"], out["page_id"] = zip(*out.pop("page"))
     pages = base.merge(out, on=["source", "page_id"])
-    gate = json.loads((first / "summary.json").read_text()).get("page_gate")
-    names = list(ENSEMBLE_VARIANTS)
-    if gate:   # the first run's nested gate decisions; its sent pages keep its (fallback) text
-        sent = pages[GATE_SCORE_COLUMN].fillna(-1.0).to_numpy() >= gate["threshold"]
-        for name in ENSEMBLE_VARIANTS:
-            pages[f"{name}+gate_text"] = np.where(sent, pages[f"{MODEL}_text"].fillna(""), pages[f"{name}_text"])
-        names += [f"{name}+gate" for name in ENSEMBLE_VARIANTS]
-        same = (pages["first+gate_text"] == pages[f"{MODEL}_text"].fillna("")).mean()
-        same_gateless = (pages["first_text"] == pages[f"{GATELESS}_text"].fillna("")).mean()
-        print(f"{first}: 'first' equals the run's text on {same:.1%} of {len(pages)} pages "
-              f"({same_gateless:.1%} without the gate); gate threshold {gate['threshold']}")
-    else:
-        same = (pages["first_text"] == pages[f"{MODEL}_text"].fillna("")).mean()
-        print(f"{first}: 'first' equals the run's text on {same:.1%} of {len(pages)} pages (no page gate)")
     print(f"models of {len(runs)} runs: {', '.join(map(str, runs))}; cascade on {pages['cascaded'].mean():.1%} "
           f"of the pages (>= {unsure_share} of the characters at {Cascade.low} < P(main) < {Cascade.high})")
+    _replayed_table(first, pages, list(ENSEMBLE_VARIANTS))
+
+
+def _replayed_table(run: Path, pages: pd.DataFrame, names: list[str]) -> None:
+    """Score texts replayed on ``run``'s fold models (``<name>_text`` per page), alone and with
+    ``run``'s nested page-gate decisions (its sent pages keep its fallback text), next to
+    trafilatura; the first name must reproduce the run's texts (checked and printed)."""
+    import json
+
+    from pulpie_spark.evaluate.loso import GATE_SCORE_COLUMN, GATELESS
+
+    gate = json.loads((run / "summary.json").read_text()).get("page_gate")
+    first = names[0]
+    if gate:
+        sent = pages[GATE_SCORE_COLUMN].fillna(-1.0).to_numpy() >= gate["threshold"]
+        for name in list(names):
+            pages[f"{name}+gate_text"] = np.where(sent, pages[f"{MODEL}_text"].fillna(""), pages[f"{name}_text"])
+        names = names + [f"{name}+gate" for name in names]
+        same = (pages[f"{first}+gate_text"] == pages[f"{MODEL}_text"].fillna("")).mean()
+        same_gateless = (pages[f"{first}_text"] == pages[f"{GATELESS}_text"].fillna("")).mean()
+        print(f"{run}: '{first}' equals the run's text on {same:.1%} of {len(pages)} pages "
+              f"({same_gateless:.1%} without the gate); gate threshold {gate['threshold']}")
+    else:
+        same = (pages[f"{first}_text"] == pages[f"{MODEL}_text"].fillna("")).mean()
+        print(f"{run}: '{first}' equals the run's text on {same:.1%} of {len(pages)} pages (no page gate)")
     for name in names:   # the per-page columns score_loso reads
         pages[f"{name}_cpu_seconds"] = np.nan
         pages[f"{name}_error"] = None
@@ -443,17 +472,59 @@ def ensemble(runs: list[Path], input_path: Path, unsure_share: float, workers: i
         pooled = scores[(scores["by"] == "pooled") & (scores["extractor"] == name)]["shingle_cjk_f1"]
         print(f"| {name} | {part['shingle_f1'].mean():.4f} | {part['rouge5_f1'].mean():.4f} | "
               f"{pooled.iloc[0] if len(pooled) else float('nan'):.4f} | "
-              + " | ".join(f"{part.loc[f, 'shingle_f1']:.3f}" for f in folds) + " |")
+              + " | ".join(f"{part.loc[f, 'shingle_f1']:.4f}" for f in folds) + " |")
+
+
+def _box_chunk(payload) -> list[dict]:
+    """Texts of one fold's pages at each BOX_MIN_PROB: the fold model's P(main) once, then the
+    labels (threshold and convention), render and the empty/short-output fallback as shipped."""
+    import torch
+
+    from pulpie_spark.classify import conventions
+    from pulpie_spark.classify.registry import load_classifier
+    from pulpie_spark.page import classify_pages, segment_page
+
+    torch.set_num_threads(1)
+    model_dir, values, pages = payload
+    classifier = load_classifier(model_dir)
+    segments = [segment_page(html) for _, html in pages]
+    probs, errors, _ = classify_pages(classifier, [s["blocks"] for s in segments],
+                                      [s["block_paths"] for s in segments])
+    shipped = conventions.BOX_MIN_PROB
+    rows = []
+    try:
+        for (key, html), seg, p, error in zip(pages, segments, probs, errors):
+            row, fallback = {"page": key}, {}
+            for value in values:
+                # labels_from_probs reads the module's constant at each call: this process only
+                conventions.BOX_MIN_PROB = value
+                row[f"box{value:g}_text"] = _replayed_text(seg, p, error, html, fallback)
+            rows.append(row)
+    finally:
+        conventions.BOX_MIN_PROB = shipped
+    return rows
+
+
+def box(run: Path, input_path: Path, values: list[float], workers: int = 2) -> None:
+    """The P(main) that boxes, headlines, bylines, captions and asides need (conventions.BOX_MIN_PROB)
+    replayed on ``run``'s fold models; the shipped value first (it must reproduce the run)."""
+    from pulpie_spark.classify.conventions import BOX_MIN_PROB
+
+    values = [BOX_MIN_PROB] + [v for v in values if v != BOX_MIN_PROB]
+    pages = _on_fold_models(run, input_path, _box_chunk, values, workers)
+    _replayed_table(run, pages, [f"box{v:g}" for v in values])
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("question", choices=["few-blocks", "short-fallback", "rules", "gate", "threshold",
-                                             "ensemble"])
+                                             "ensemble", "box"])
     parser.add_argument("runs", nargs="+", type=Path, help="output folders of jobs/evaluate.py --protocol loso")
     parser.add_argument("--input", type=Path, help="threshold: the labelled pages the run read (its --input)")
     parser.add_argument("--thresholds", default="0.5,0.6,0.7", help="threshold: main thresholds to compare")
-    parser.add_argument("--workers", type=int, default=2, help="threshold, ensemble: extraction processes")
+    parser.add_argument("--workers", type=int, default=2, help="threshold, ensemble, box: extraction processes")
+    parser.add_argument("--box-min-probs", default="0.85,0.95,0.98,1.01",
+                        help="box: values of conventions.BOX_MIN_PROB next to the shipped one (above 1: no box rule)")
     parser.add_argument("--unsure-share", type=float, default=0.05,
                         help="ensemble: the cascade averages the models where at least this share of the "
                              "page's characters is in blocks the first model scores 0.3-0.7")
@@ -462,6 +533,12 @@ def main(argv=None) -> int:
         if args.input is None or len(args.runs) < 2:
             parser.error("ensemble needs --input and at least two runs")
         ensemble(args.runs, args.input, args.unsure_share, args.workers)
+        return 0
+    if args.question == "box":
+        if args.input is None:
+            parser.error("box needs --input (the run's labelled pages)")
+        for run in args.runs:
+            box(run, args.input, [float(v) for v in args.box_min_probs.split(",")], args.workers)
         return 0
     if args.question == "threshold":
         if args.input is None:
