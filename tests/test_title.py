@@ -41,11 +41,23 @@ def test_several_h1s_give_the_title_element_then_the_first_h1():
     assert title_of("", body) == "Physics Daily"
 
 
-def test_only_the_heads_title_and_meta_count():
+def test_svg_titles_script_text_and_body_meta_do_not_count():
     body = ('<svg><title>an icon</title></svg><meta property="og:title" content="in the body">'
             '<script>document.title = "<title>scripted</title>";</script>' + BODY)
     assert title_of("", body) is None
     assert title_of("<title>Real</title>", body) == "Real"
+
+
+def test_a_title_after_body_content_is_found_in_the_body():
+    # HTML parsing puts a <title> that follows content (here a stray custom element, as on some
+    # GBK blog pages of chinese_wce) into the body: it is still the page's title.
+    html = ("<text id='x'>\n<title>海姑娘 | blog.wenxuecity.com</title><meta property='og:x' content='y'>"
+            "<svg><title>icon</title></svg>" + BODY)
+    seg = segment_page(html)
+    assert "<title>" in seg["map_html"][seg["map_html"].find("<body"):]   # lexbor did move it
+    assert seg["title"] == "海姑娘 | blog.wenxuecity.com"
+    body = "<script>var t = '<title>scripted</title>';</script><div>x</div><title>Die Überschrift</title>" + BODY
+    assert title_of("", body) == "Die Überschrift"
 
 
 def test_a_page_without_blocks_still_has_its_title():

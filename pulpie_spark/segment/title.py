@@ -9,8 +9,11 @@ that is not empty:
 1. ``<meta property="og:title">``, then ``<meta name="twitter:title">`` in the ``<head>``: the
    headline the publisher gives to link previews, usually without the site's name;
 2. the page's ``<h1>`` when the page has exactly one ``<h1>`` block;
-3. the ``<head>``'s ``<title>``, whole (often "Headline | Site": it is not cut at a separator,
-   which would cut headlines that have one);
+3. the ``<title>``, whole (often "Headline | Site": it is not cut at a separator, which would
+   cut headlines that have one): the ``<head>``'s, else the body's first outside ``<svg>``,
+   ``<script>`` and the like (HTML parsing puts a ``<title>`` that follows body content, a stray
+   element or text, into the body: on the labelled sets this takes the pages with a title from
+   0.32 to 0.88 of cleaneval's and from 0.42 to 0.94 of chinese_wce's);
 4. the first ``<h1>`` block of a page with several.
 
 trafilatura's metadata title takes the same sources in about the same order (meta tags,
@@ -30,9 +33,11 @@ TITLE_MAX_CHARS = 1000
 # The Open Graph and Twitter card names are lower case (their specifications): a plain
 # substring search finds them, several times faster than a case-blind regex over the head.
 _META_TITLE_KEYS = (("property", "og:title"), ("name", "twitter:title"))
-# Occurrences of "og:title" tried per page: each costs a scan back to its "<meta", so a head
-# stuffed with the word must not make the search quadratic.
-_MAX_META_TRIES = 32
+# Occurrences of "og:title" or "<title" tried per page: each costs a scan back (to its "<meta",
+# or for any open <script>), so a page stuffed with the word must not make the search quadratic.
+_MAX_TRIES = 32
+# A <title> in the body inside these is not the page's: an SVG's, or text of a script or style.
+_NOT_THE_PAGES_TITLE = ("svg", "math", "script", "style", "template", "noscript")
 _ATTR_RE = re.compile(r'([a-zA-Z_:][-a-zA-Z0-9_:.]*)\s*=\s*(?:"([^"]*)"|\'([^\']*)\')')
 # The C0/C1 controls that block_text leaves (it collapses white space): a title is one line.
 _CONTROLS_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
@@ -46,9 +51,9 @@ def clean_title(raw: str | None) -> str | None:
     return text[:TITLE_MAX_CHARS].rstrip() or None
 
 
-def _head(map_html: str) -> str:
+def _head_end(map_html: str) -> int:
     end = map_html.find("<body")
-    return map_html if end < 0 else map_html[:end]
+    return len(map_html) if end < 0 else end
 
 
 def _meta_content(head: str, key: tuple[str, str]) -> str | None:
@@ -60,7 +65,7 @@ def _meta_content(head: str, key: tuple[str, str]) -> str | None:
     name, value = key
     at = head.find(value)
     tries = 0
-    while at >= 0 and tries < _MAX_META_TRIES:
+    while at >= 0 and tries < _MAX_TRIES:
         tries += 1
         start = head.rfind("<meta", 0, at)
         end = head.find(">", at)
@@ -82,18 +87,27 @@ def _meta_title(head: str) -> str | None:
     return None
 
 
-def _title_element_text(head: str) -> str | None:
-    """The markup inside the first ``<title>`` of ``head``: found with str.find, in one pass
-    (a regex's lazy match would rescan the rest of the head at each unclosed ``<title``)."""
-    start = head.find("<title")
-    while start >= 0:
-        open_end = head.find(">", start)
+def _inside(doc: str, at: int, tags: tuple[str, ...]) -> bool:
+    """Whether position ``at`` of ``doc`` lies inside an open element of one of ``tags`` (its
+    last start tag before ``at`` not closed before it)."""
+    return any(doc.rfind("<" + tag, 0, at) > doc.rfind("</" + tag, 0, at) for tag in tags)
+
+
+def _title_element_text(doc: str, begin: int, end: int, skip_inside: tuple[str, ...] = ()) -> str | None:
+    """The markup inside the first ``<title>`` of ``doc[begin:end]`` that is not inside an element
+    of ``skip_inside``: found with str.find, in one pass (a regex's lazy match would rescan the
+    rest at each unclosed ``<title``), at most ``_MAX_TRIES`` candidates."""
+    start = doc.find("<title", begin, end)
+    tries = 0
+    while start >= 0 and tries < _MAX_TRIES:
+        tries += 1
+        open_end = doc.find(">", start, end)
         if open_end < 0:
             return None
-        if head[start + 6] in "> \t\n\r\f/":   # <title>, not <titles>
-            close = head.find("</title", open_end)
-            return head[open_end + 1:close] if close >= 0 else None
-        start = head.find("<title", start + 6)
+        if doc[start + 6] in "> \t\n\r\f/" and not (skip_inside and _inside(doc, start, skip_inside)):
+            close = doc.find("</title", open_end, end)
+            return doc[open_end + 1:close] if close >= 0 else None
+        start = doc.find("<title", start + 6, end)
     return None
 
 
@@ -110,7 +124,9 @@ def page_title(map_html: str | None, blocks: Sequence[str] = (), paths: Sequence
     """The page's title (module doc) from its map HTML and blocks, or None when it has none."""
     if not map_html and not blocks:
         return None
-    head = _head(map_html or "")
+    map_html = map_html or ""
+    head_end = _head_end(map_html)
+    head = map_html[:head_end]
     title = _meta_title(head)
     if title:
         return title
@@ -118,5 +134,7 @@ def page_title(map_html: str | None, blocks: Sequence[str] = (), paths: Sequence
     h1s = [t for t in h1s if t]
     if len(h1s) == 1:
         return h1s[0]
-    title = clean_title(_title_element_text(head))
+    title = (clean_title(_title_element_text(map_html, 0, head_end))
+             # a <title> after body content (a stray element or text before it) is in the body
+             or clean_title(_title_element_text(map_html, head_end, len(map_html), _NOT_THE_PAGES_TITLE)))
     return title or (h1s[0] if h1s else None)
