@@ -31,6 +31,9 @@ same run (the anchor).
     # replayed on the run's fold models (needs --keep-models) with its page-gate decisions; the
     # shipped value first, which must reproduce the run's texts
     python benchmarks/loso_pages.py box RUN --input ../shared/data/extraction --box-min-probs 0.85,0.95
+    # the cookie/consent-dialog rule (conventions.consent_blocks) replayed the same way: without it
+    # (which must reproduce a run made before it), then with it
+    python benchmarks/loso_pages.py consent RUN --input ../shared/data/extraction
 """
 
 from __future__ import annotations
@@ -473,23 +476,37 @@ def _replayed_table(run: Path, pages: pd.DataFrame, names: list[str]) -> None:
         print(f"| {name} | {part['shingle_f1'].mean():.4f} | {part['rouge5_f1'].mean():.4f} | "
               f"{pooled.iloc[0] if len(pooled) else float('nan'):.4f} | "
               + " | ".join(f"{part.loc[f, 'shingle_f1']:.4f}" for f in folds) + " |")
+    print("ROUGE-5 per fold")
+    print("| texts | " + " | ".join(folds) + " |")
+    print("|---|" + "---|" * len(folds))
+    for name in names + [TRAFILATURA]:
+        part = scores[(scores["by"] == "fold") & (scores["extractor"] == name)].set_index("group")
+        print(f"| {name} | " + " | ".join(f"{part.loc[f, 'rouge5_f1']:.4f}" for f in folds) + " |")
+
+
+def _fold_model_probabilities(model_dir: str, pages: list) -> tuple[list, list, list]:
+    """Segments, P(main) and model errors of ``pages`` ([(key, html), ...]) from one fold model,
+    as the shipped path gets them (page.classify_pages, one torch thread)."""
+    import torch
+
+    from pulpie_spark.classify.registry import load_classifier
+    from pulpie_spark.page import classify_pages, segment_page
+
+    torch.set_num_threads(1)
+    classifier = load_classifier(model_dir)
+    segments = [segment_page(html) for _, html in pages]
+    probs, errors, _ = classify_pages(classifier, [s["blocks"] for s in segments],
+                                      [s["block_paths"] for s in segments])
+    return segments, probs, errors
 
 
 def _box_chunk(payload) -> list[dict]:
     """Texts of one fold's pages at each BOX_MIN_PROB: the fold model's P(main) once, then the
     labels (threshold and convention), render and the empty/short-output fallback as shipped."""
-    import torch
-
     from pulpie_spark.classify import conventions
-    from pulpie_spark.classify.registry import load_classifier
-    from pulpie_spark.page import classify_pages, segment_page
 
-    torch.set_num_threads(1)
     model_dir, values, pages = payload
-    classifier = load_classifier(model_dir)
-    segments = [segment_page(html) for _, html in pages]
-    probs, errors, _ = classify_pages(classifier, [s["blocks"] for s in segments],
-                                      [s["block_paths"] for s in segments])
+    segments, probs, errors = _fold_model_probabilities(model_dir, pages)
     shipped = conventions.BOX_MIN_PROB
     rows = []
     try:
@@ -515,14 +532,50 @@ def box(run: Path, input_path: Path, values: list[float], workers: int = 2) -> N
     _replayed_table(run, pages, [f"box{v:g}" for v in values])
 
 
+CONSENT_VARIANTS = ("without_consent_rule", "with_consent_rule")
+
+
+def _consent_chunk(payload) -> list[dict]:
+    """Texts of one fold's pages without and with the consent-dialog rule (conventions.consent_blocks)."""
+    from pulpie_spark.classify import conventions
+
+    model_dir, _, pages = payload
+    segments, probs, errors = _fold_model_probabilities(model_dir, pages)
+    shipped = conventions.consent_blocks
+    rows = []
+    try:
+        for (key, html), seg, p, error in zip(pages, segments, probs, errors):
+            row, fallback = {"page": key}, {}
+            for name in CONSENT_VARIANTS:
+                # labels_from_probs looks the function up at each call: this process only
+                conventions.consent_blocks = (shipped if name == "with_consent_rule"
+                                              else (lambda paths, n: np.zeros(n, dtype=bool)))
+                row[f"{name}_text"] = _replayed_text(seg, p, error, html, fallback)
+            rows.append(row)
+    finally:
+        conventions.consent_blocks = shipped
+    return rows
+
+
+def consent(run: Path, input_path: Path, workers: int = 2) -> None:
+    """The cookie/consent-dialog rule (conventions.consent_blocks) replayed on ``run``'s fold models:
+    without it first (it must reproduce a run made before the rule), then with it."""
+    pages = _on_fold_models(run, input_path, _consent_chunk, [], workers)
+    pages.to_parquet(run / "consent_pages.parquet")   # the texts, to ask other questions of them
+    changed = pages["with_consent_rule_text"] != pages["without_consent_rule_text"]
+    print(f"{run}: the rule changes the text of {int(changed.sum())} of {len(pages)} pages "
+          f"({', '.join(f'{s} {n}' for s, n in pages[changed]['source'].value_counts().items())})")
+    _replayed_table(run, pages, list(CONSENT_VARIANTS))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("question", choices=["few-blocks", "short-fallback", "rules", "gate", "threshold",
-                                             "ensemble", "box"])
+                                             "ensemble", "box", "consent"])
     parser.add_argument("runs", nargs="+", type=Path, help="output folders of jobs/evaluate.py --protocol loso")
     parser.add_argument("--input", type=Path, help="threshold: the labelled pages the run read (its --input)")
     parser.add_argument("--thresholds", default="0.5,0.6,0.7", help="threshold: main thresholds to compare")
-    parser.add_argument("--workers", type=int, default=2, help="threshold, ensemble, box: extraction processes")
+    parser.add_argument("--workers", type=int, default=2, help="threshold, ensemble, box, consent: extraction processes")
     parser.add_argument("--box-min-probs", default="0.85,0.95,0.98,1.01",
                         help="box: values of conventions.BOX_MIN_PROB next to the shipped one (above 1: no box rule)")
     parser.add_argument("--unsure-share", type=float, default=0.05,
@@ -533,6 +586,12 @@ def main(argv=None) -> int:
         if args.input is None or len(args.runs) < 2:
             parser.error("ensemble needs --input and at least two runs")
         ensemble(args.runs, args.input, args.unsure_share, args.workers)
+        return 0
+    if args.question == "consent":
+        if args.input is None:
+            parser.error("consent needs --input (the run's labelled pages)")
+        for run in args.runs:
+            consent(run, args.input, args.workers)
         return 0
     if args.question == "box":
         if args.input is None:

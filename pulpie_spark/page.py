@@ -152,9 +152,10 @@ def labels_from_probs(probs, threshold: float | None = None, paths: Sequence[str
     blocks' ``paths``, the output convention (classify/conventions.py) too: 0 for the blocks it
     leaves out (captions, text hidden by a class) whatever their P(main), and for the blocks
     classify/conventions.py calls boxes (share, newsletter, consent, related boxes; bylines,
-    captions, the <h1> headline, asides) under BOX_MIN_PROB."""
+    captions, the <h1> headline, asides) under BOX_MIN_PROB; the page's cookie and consent dialogs
+    are read from all of its paths (``consent_blocks``)."""
     from pulpie_spark.classify.base import MAIN_THRESHOLD
-    from pulpie_spark.classify.conventions import BOX_MIN_PROB, box_blocks, never_main_blocks
+    from pulpie_spark.classify.conventions import BOX_MIN_PROB, box_blocks, consent_blocks, never_main_blocks
 
     probs = np.asarray(probs, dtype=np.float32)
     threshold = np.float32(threshold or MAIN_THRESHOLD)
@@ -162,7 +163,7 @@ def labels_from_probs(probs, threshold: float | None = None, paths: Sequence[str
     main = np.flatnonzero(labels)
     if paths is not None and len(main):   # only the main blocks' paths need the tests
         main_paths = [paths[i] if i < len(paths) else None for i in main]
-        out = never_main_blocks(main_paths, len(main))
+        out = never_main_blocks(main_paths, len(main)) | consent_blocks(paths, len(probs))[main]
         if threshold < np.float32(BOX_MIN_PROB):   # only the main blocks under it can be boxes to drop
             doubtful = np.flatnonzero(probs[main] < np.float32(BOX_MIN_PROB))
             out[doubtful[box_blocks([main_paths[k] for k in doubtful], len(doubtful))]] = True

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pulpie_spark.classify import spark_adapter as cls_spark
-from pulpie_spark.classify.conventions import BOX_MIN_PROB, box_blocks, never_main_blocks
+from pulpie_spark.classify.conventions import BOX_MIN_PROB, box_blocks, consent_blocks, never_main_blocks
 from pulpie_spark.extractor import Extractor
 from pulpie_spark.page import labels_from_probs, segment_page
 
@@ -181,3 +181,72 @@ def test_every_hiding_class_passes_the_prefilter():
     for name in names:
         assert conventions._HIDING_CLASS.fullmatch(name), name
         assert never_main_blocks([f"html > body > div.{name.upper()} > p"], 1).tolist() == [True], name
+
+
+@pytest.mark.parametrize("path, in_dialog", [
+    # consent-management platforms' own names, at any depth of the path
+    ("html > body > div#onetrust-consent-sdk > div#onetrust-banner-sdk > div.ot-sdk-container > p#onetrust-policy-text",
+     True),
+    ("html > body > div.qc-cmp2-container > div.qc-cmp2-summary-section > div.qc-cmp2-consent-info > div > p", True),
+    ("html > body > div#fides-overlay > div.fides-modal-container > div.fides-modal-content > div > div > div > p",
+     True),
+    ("html > body > div#sp_message_container_1054812 > div > div > p", True),
+    ("html > body > div#CybotCookiebotDialog > div > div > h2", True),
+    ("html > body > div#didomi-host > div.didomi-popup-container > p", True),
+    ("html > body > div.osano-cm-window > div.osano-cm-dialog > p", True),
+    # generic cookie-banner names
+    ("html > body > div#cookie-law-info-bar > span", True),
+    ("html > body > div.CookieNotice_root > p", True),
+    ("html > body > div.cookiebanner > p", True),
+    ("html > body > div.cc-window.cc-banner > span", True),
+    ("html > body > div.wp-gdpr-box > p", True),
+    # not a dialog: page-wide state classes, a docs section about cookies, the cookie policy's
+    # own page, words that contain a vendor's letters
+    ("html.didomi-consent-given > body > main > article > p", False),
+    ("html > body.consent-given > main > article > p", False),
+    ("html > body > div.document > section#cookies > p", False),
+    ("html > body > main > div.cookie-policy > p", False),
+    ("html > body > div.trusted-partners > p", False),
+    ("html > body > div.sticky-header > p", False),
+    ("html > body > div.virtuosanos > p", False),
+    ("html > body > article > p", False),
+    ("", False),
+    (None, False),
+])
+def test_consent_blocks_by_path(path, in_dialog):
+    # with more blocks than the one tested, so the wrapper guard (more than half) stays out
+    paths = [path, "html > body > main > p", "html > body > main > p"]
+    assert consent_blocks(paths, 3).tolist() == [in_dialog, False, False]
+
+
+def test_consent_names_on_most_of_the_page_are_a_wrapper_not_a_dialog():
+    dialog = "html > body > div.cookie-banner > p"
+    assert consent_blocks([dialog, "html > body > p", "html > body > p"], 3).tolist() == [True, False, False]
+    assert consent_blocks([dialog, dialog, "html > body > p"], 3).tolist() == [False, False, False]
+    assert consent_blocks([dialog, "html > body > p"], 2).tolist() == [True, False]   # half: still a dialog
+    assert consent_blocks(None, 2).tolist() == [False, False]
+    assert consent_blocks([], 0).tolist() == []
+
+
+def test_a_consent_dialog_is_not_main_however_sure_the_model_is():
+    probs = np.array([0.99, 0.8, 0.7, 0.99], dtype=np.float32)
+    paths = ["html > body > div#onetrust-banner-sdk > div > p", "html > body > main > p", "html > body > main > p",
+             "html > body > main > p"]
+    assert labels_from_probs(probs, 0.5, paths).tolist() == [0, 1, 1, 1]
+    assert labels_from_probs(probs, 0.5).tolist() == [1, 1, 1, 1]   # no paths: no convention
+
+
+CONSENT_PAGE = """<html><body>
+<div id="onetrust-consent-sdk"><div id="onetrust-banner-sdk"><div class="ot-sdk-container">
+<p id="onetrust-policy-text">We and our partners store and access information on your device, such as
+cookies, and process personal data for personalised advertising and content measurement.</p></div></div></div>
+<main><h2>Quark matter</h2>
+<p>Under extreme conditions quarks may become deconfined and exist as free particles.</p>
+<p>This phase of matter is called quark-gluon plasma, and colliders recreate it for an instant.</p>
+</main></body></html>"""
+
+
+def test_extractor_leaves_a_consent_banner_out():
+    result = Extractor(classifier=EverythingIsMain(), fallback="none").extract(CONSENT_PAGE)
+    assert "deconfined" in result.text and "quark-gluon plasma" in result.markdown
+    assert "personalised advertising" not in result.text and "personalised advertising" not in result.html

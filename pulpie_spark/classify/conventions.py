@@ -2,7 +2,7 @@
 
 Applied to every classifier's labels after the main threshold (``page.labels_from_probs``),
 from the blocks' paths (``SimplifiedPage.paths``); the probabilities are left as the model
-gave them. Two kinds of block:
+gave them. Three kinds of block:
 
 * **image captions**: a block inside a ``<figcaption>``. The labelled sets disagree on them
   (fundus and newspaper3k leave captions out, mozilla_readability and postlight keep them:
@@ -24,7 +24,19 @@ Leave-one-source-out, default-v4's recipe with its page gate, seed 13 (docs/BENC
 0.914), mozilla_readability 0.932 -> 0.929 and postlight 0.900 -> 0.898 (their gold keeps
 captions), mean over sources 0.883 -> 0.884, non-English pooled 0.886 -> 0.893.
 
-A third kind needs more than the main threshold instead of being excluded outright: a block
+A third kind, read from the whole path since a dialog nests its text deep: **cookie and consent
+dialogs**, a block with an ancestor (or own element) named by a consent-management platform
+(OneTrust, Quantcast's ``qc-cmp2``, Didomi, Usercentrics, Cookiebot, Sourcepoint's ``sp_message``,
+Ethyca's ``fides-``, ...) or named a cookie banner, notice, bar or consent box
+(``_CONSENT_NAME``). Their text is the same on millions of pages and no labelled set keeps it
+(in the training labels 41 of the 26,023 words under such names are main, all of them embed
+placeholders that postlight's gold keeps), but it is
+prose, so a model can take it for the page's text on a page whose content it does not find (a
+listing page that leaves only the dialog). ``<html>`` and ``<body>`` are not read (a page-wide
+state class such as ``body.consent-given`` names no dialog), and where the matching blocks are
+more than half of the page's, the name is a wrapper's and the rule stays out.
+
+A fourth kind needs more than the main threshold instead of being excluded outright: a block
 that is main only at P(main) >= ``BOX_MIN_PROB`` (or the main threshold, if higher), because
 the labelled sets mostly leave it out and the model, trained on their mix, keeps it at middling
 confidence. A block the model is sure of stays: the evidence is a name or a tag, not proof.
@@ -161,6 +173,50 @@ def _names_a_box(path: str) -> bool:
     return (_tag(elements[-1]) == _HEADLINE_TAG
             or any(_box_element(e) for e in elements[-_BOX_LEVELS:])
             or any(_tag(e) == _ASIDE_TAG for e in elements[-_ASIDE_LEVELS:]))
+
+
+# Class/id names of cookie and consent dialogs (module doc): the consent-management platforms'
+# own names, and cookie + a dialog word. A bare ``cookies`` (a documentation section about them)
+# and ``cookie-policy`` (a page whose content is the policy) are not among them.
+_CONSENT_NAME = re.compile(
+    r"consent|gdpr|onetrust|ot-sdk|qc-cmp|didomi|usercentrics|cookiebot|truste-|trustarc|sp_message|iubenda"
+    r"|cmplz|borlabs|^fides-|cookiehub|cookiefirst|cookieyes|cookie-?script|cookies?-eu|^cc-(?:window|banner)"
+    r"|(?:^|[-_])(?:osano|klaro)(?:[-_]|$)"
+    r"|cookie[-_]?(?:banner|notice|consent|bar|law|pop|modal|dialog|message|warn|info|wall|box|alert|overlay"
+    r"|setting|pref|hint|layer|disclaimer|accept|agree)", re.I)
+# A path that can match has one of these substrings (lower-cased).
+_CONSENT_MAYBE = ("consent", "gdpr", "onetrust", "ot-sdk", "cmp", "didomi", "usercentrics", "cookie", "truste",
+                  "sp_message", "iubenda", "borlabs", "fides-", "cc-", "osano", "klaro")
+_PAGE_WRAPPER_TAGS = ("html", "body")
+_CONSENT_ELEMENT_CACHE: dict[str, bool] = {}
+
+
+def _consent_element(element: str) -> bool:
+    """Whether a path element such as ``div#onetrust-banner-sdk`` names a cookie or consent dialog."""
+    found = _CONSENT_ELEMENT_CACHE.get(element)
+    if found is None:
+        found = (_tag(element) not in _PAGE_WRAPPER_TAGS
+                 and any(_CONSENT_NAME.search(name) for name in _NAMES_RE.findall(element)))
+        if len(_CONSENT_ELEMENT_CACHE) > _CACHE_MAX:
+            _CONSENT_ELEMENT_CACHE.clear()
+        _CONSENT_ELEMENT_CACHE[element] = found
+    return found
+
+
+def _in_consent_dialog(path: str) -> bool:
+    lowered = path.lower()
+    return (any(m in lowered for m in _CONSENT_MAYBE)
+            and any(_consent_element(e.strip()) for e in path.split(" > ") if e.strip()))
+
+
+def consent_blocks(paths: Sequence[str | None] | None, n_blocks: int) -> np.ndarray:
+    """bool [n_blocks]: True for the blocks inside a cookie or consent dialog (the module doc),
+    read from the whole page's ``paths``; all False when they would be more than half of the
+    page's blocks (the name is then a wrapper's, not a dialog's) or without paths."""
+    out = _blocks_by_path(paths, n_blocks, _in_consent_dialog)
+    if 2 * int(out.sum()) > n_blocks:
+        out[:] = False
+    return out
 
 
 def _never_main_path(path: str) -> bool:
