@@ -163,7 +163,7 @@ def labels_from_probs(probs, threshold: float | None = None, paths: Sequence[str
     main = np.flatnonzero(labels)
     if paths is not None and len(main):   # only the main blocks' paths need the tests
         main_paths = [paths[i] if i < len(paths) else None for i in main]
-        out = never_main_blocks(main_paths, len(main)) | consent_blocks(paths, len(probs))[main]
+        out = never_main_blocks(main_paths, len(main)) | consent_blocks(paths, len(probs), among=main)
         if threshold < np.float32(BOX_MIN_PROB):   # only the main blocks under it can be boxes to drop
             doubtful = np.flatnonzero(probs[main] < np.float32(BOX_MIN_PROB))
             out[doubtful[box_blocks([main_paths[k] for k in doubtful], len(doubtful))]] = True

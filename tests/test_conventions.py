@@ -250,3 +250,16 @@ def test_extractor_leaves_a_consent_banner_out():
     result = Extractor(classifier=EverythingIsMain(), fallback="none").extract(CONSENT_PAGE)
     assert "deconfined" in result.text and "quark-gluon plasma" in result.markdown
     assert "personalised advertising" not in result.text and "personalised advertising" not in result.html
+
+
+@pytest.mark.parametrize("among", [[0], [1, 2], [3], [0, 1, 2, 3], []])
+def test_consent_blocks_among_some_blocks_is_the_whole_page_answer_for_them(among):
+    # The label step asks about the main blocks only; the answer must be the page-wide one
+    # (the more-than-half check counts every block of the page).
+    paths = ["html > body > div#onetrust-banner-sdk > p", "html > body > div.qc-cmp2-summary > p",
+             "html > body > main > p", "html > body > main > p"]
+    whole = consent_blocks(paths, len(paths))
+    assert whole.tolist() == [True, True, False, False]
+    assert consent_blocks(paths, len(paths), among=among).tolist() == whole[among].tolist()
+    wrapper = paths[:2] + ["html > body > div.consent-wrapper > p"] * 2
+    assert not consent_blocks(wrapper, len(wrapper), among=among).any()

@@ -209,10 +209,18 @@ def _in_consent_dialog(path: str) -> bool:
             and any(_consent_element(e.strip()) for e in path.split(" > ") if e.strip()))
 
 
-def consent_blocks(paths: Sequence[str | None] | None, n_blocks: int) -> np.ndarray:
+def consent_blocks(paths: Sequence[str | None] | None, n_blocks: int,
+                   among: Sequence[int] | None = None) -> np.ndarray:
     """bool [n_blocks]: True for the blocks inside a cookie or consent dialog (the module doc),
     read from the whole page's ``paths``; all False when they would be more than half of the
-    page's blocks (the name is then a wrapper's, not a dialog's) or without paths."""
+    page's blocks (the name is then a wrapper's, not a dialog's) or without paths. With
+    ``among`` (block indices), bool [len(among)] for those blocks only: the whole page is read
+    only when one of them is in a dialog (on most pages none is, and the label step asks about
+    the main blocks alone)."""
+    if among is not None:
+        chosen = [paths[i] if paths and i < len(paths) else None for i in among]
+        hit = _blocks_by_path(chosen, len(chosen), _in_consent_dialog)
+        return consent_blocks(paths, n_blocks)[np.asarray(among, dtype=np.intp)] if hit.any() else hit
     out = _blocks_by_path(paths, n_blocks, _in_consent_dialog)
     if 2 * int(out.sum()) > n_blocks:
         out[:] = False
